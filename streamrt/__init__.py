@@ -1,0 +1,70 @@
+"""streamrt: a lazy array runtime with just-in-time kernel fusion.
+
+``import streamrt as ps`` (or ``as np``): every operation is recorded, not run; reads
+(``np.asarray(x)``, ``float(x)``, ``print(x)``) compile the recorded work into a few fused
+kernels and run them asynchronously."""
+from __future__ import annotations
+
+import math as _math
+
+import numpy as _np
+
+from . import config  # noqa: F401
+from .dtypes import bool_, float32, float64, int32, int64  # noqa: F401
+from .frontend.array import Array, broadcast_to as _bt  # noqa: F401
+from .frontend.creation import *  # noqa: F401,F403
+from .frontend.creation import __all__ as _creation_all
+from .frontend.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
+                              ShapeError, StreamrtAxisError, StreamrtError)
+from .frontend.math import *  # noqa: F401,F403
+from .frontend.math import __all__ as _math_all
+from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
+from .stats import reset_stats, runtime_stats  # noqa: F401
+
+ndarray = Array
+bool = bool_  # noqa: A001 - NumPy-style dtype name
+newaxis = None
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
+euler_gamma = _np.euler_gamma
+dtype = _np.dtype
+finfo, iinfo = _np.finfo, _np.iinfo
+__version__ = "0.1.0"
+
+
+def sync():
+    """Compile and run everything recorded so far in this thread, and wait for it."""
+    from .scheduler import cscheduler
+    cscheduler.sync()
+
+
+def hint_execute():
+    """Start compiling and running what has been recorded so far (does not wait)."""
+    from .frontend.errors import callsite
+    from .scheduler import cscheduler
+    from .scheduler.workqueue import current_queue
+    current_queue().hint("execute", callsite())
+    cscheduler.flush(reason="hint")
+
+
+def hint_read(*arrays):
+    """Say these arrays will be read soon: their computation starts now (does not wait)."""
+    from .frontend.errors import callsite
+    from .scheduler import cscheduler
+    from .scheduler.workqueue import NEW
+    site = callsite()
+    for a in arrays:
+        p = a._port
+        base = p.inputs[0] if p.kind == "view" else p
+        if base.state == NEW and base.queue is not None:
+            base.queue.hint("read", site)
+            cscheduler.flush(base.queue, reason="hint")
+
+
+def is_lazy(x) -> bool:
+    return isinstance(x, Array)
+
+
+__all__ = list(_creation_all) + list(_math_all) + [
+    "Array", "ndarray", "sync", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
+    "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
+    "nan"]

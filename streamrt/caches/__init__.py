@@ -1,0 +1,1 @@
+"""Caches: keys (one module builds them all) and the program cache."""

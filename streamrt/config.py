@@ -1,0 +1,103 @@
+"""Settings: every STREAMRT_* environment flag in one place, each also usable as a context manager."""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def _bool(v: str) -> bool:
+    return v.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+@dataclass
+class Flag:
+    name: str            # environment variable
+    default: Any
+    parse: Callable[[str], Any]
+    doc: str
+    in_key: bool = False  # does the flag change generated code (enters cache keys)?
+
+
+FLAGS = {
+    "backend": Flag("STREAMRT_BACKEND", "cpu", str,
+                    "Executor: reference | cpu (opencl and cuda come with their issue)", in_key=True),
+    "debug": Flag("STREAMRT_DEBUG", 0, int,
+                  "1 cache decisions, 2 kernel timings, 3 fusion groups, 4 generated source"),
+    "strict": Flag("STREAMRT_STRICT", False, _bool,
+                   "Make the NumPy fallback of __array_function__ an error instead of a warning"),
+    "cache_dir": Flag("STREAMRT_CACHE_DIR", "", str,
+                      "Where generated kernels and compiled code are stored (default: user cache dir)"),
+    "queue_threshold": Flag("STREAMRT_QUEUE_THRESHOLD", 4096, int,
+                            "Work-queue length that triggers a flush"),
+    "max_kernel_ops": Flag("STREAMRT_MAX_KERNEL_OPS", 128, int,
+                           "Largest number of ops ProgGen fuses into one kernel", in_key=True),
+    "max_inflight": Flag("STREAMRT_MAX_INFLIGHT", 32, int,
+                         "Flow control: program sequences in flight before the application blocks"),
+    "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
+                   in_key=True),
+}
+
+
+class Settings(threading.local):
+    """Current values. Read once from the environment; override with ``ps.config.set`` or ``with``."""
+
+    def __init__(self):
+        self._overrides: dict[str, Any] = {}
+
+    def __getattr__(self, item):
+        if item.startswith("_"):
+            raise AttributeError(item)
+        ov = self.__dict__.get("_overrides", {})
+        if item in ov:
+            return ov[item]
+        if item in _GLOBAL:
+            return _GLOBAL[item]
+        flag = FLAGS.get(item)
+        if flag is None:
+            raise AttributeError(f"unknown streamrt setting {item!r}; known: {sorted(FLAGS)}")
+        raw = os.environ.get(flag.name)
+        return flag.default if raw in (None, "") else flag.parse(raw)
+
+
+_GLOBAL: dict[str, Any] = {}
+settings = Settings()
+
+
+def set(**kw):  # noqa: A001 - mirrors jax.config.update
+    """Set settings for the whole process (all threads)."""
+    for k, v in kw.items():
+        if k not in FLAGS:
+            raise KeyError(f"unknown streamrt setting {k!r}")
+        _GLOBAL[k] = v
+
+
+@contextlib.contextmanager
+def override(**kw):
+    """Temporarily override settings in this thread: ``with ps.config.override(debug=3): ...``."""
+    for k in kw:
+        if k not in FLAGS:
+            raise KeyError(f"unknown streamrt setting {k!r}")
+    old = dict(settings._overrides)
+    settings._overrides.update(kw)
+    try:
+        yield
+    finally:
+        settings._overrides = old
+
+
+def cache_dir() -> str:
+    d = settings.cache_dir
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "streamrt")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def describe() -> str:
+    """A table of every flag, its environment variable and its current value."""
+    rows = [f"{f.name:28s} {str(getattr(settings, k)):10s} {f.doc}" for k, f in FLAGS.items()]
+    return "\n".join(rows)

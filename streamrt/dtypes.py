@@ -1,0 +1,102 @@
+"""Dtypes and promotion: NumPy 2 rules (NEP 50), Python scalars weak; what the kernels accept."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+SUPPORTED = (bool_, int32, int64, float32, float64)
+SUPPORTED_SET = frozenset(SUPPORTED)
+# Dtypes NumPy may hand us that we map onto a supported one on the way in.
+_WIDEN = {np.dtype(t): int64 for t in (np.int8, np.int16, np.uint8, np.uint16, np.uint32)}
+_WIDEN[np.dtype(np.float16)] = float32
+
+
+def canonical(dt) -> np.dtype:
+    """The supported dtype for ``dt`` or a TypeError (raised by the frontend with the call site)."""
+    d = np.dtype(dt)
+    if d in SUPPORTED_SET:
+        return d
+    if d in _WIDEN:
+        return _WIDEN[d]
+    raise TypeError(f"dtype {d} is not supported by streamrt (supported: "
+                    f"{', '.join(str(s) for s in SUPPORTED)})")
+
+
+def is_float(d: np.dtype) -> bool:
+    return d.kind == "f"
+
+
+def is_int(d: np.dtype) -> bool:
+    return d.kind in "iu"
+
+
+def scalar_kind(v):
+    """'b', 'i', 'f' for Python/NumPy scalars; None otherwise."""
+    if isinstance(v, (bool, np.bool_)):
+        return "b"
+    if isinstance(v, (int, np.integer)):
+        return "i"
+    if isinstance(v, (float, np.floating)):
+        return "f"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _ufunc_result(ufunc_name: str, sig: tuple) -> tuple:
+    """Ask NumPy itself which dtype its ufunc returns for these operand kinds.
+
+    ``sig`` holds a dtype for an array operand, or 'weak-int'/'weak-float'/'weak-bool' for a
+    Python scalar, so promotion is NumPy's own (NEP 50) without re-implementing it.
+    """
+    uf = getattr(np, ufunc_name)
+    args = []
+    for s in sig:
+        if s == "weak-bool":
+            args.append(True)
+        elif s == "weak-int":
+            args.append(1)
+        elif s == "weak-float":
+            args.append(1.0)
+        else:
+            args.append(np.ones(1, dtype=s))
+    with np.errstate(all="ignore"):
+        out = uf(*args)
+    outs = out if isinstance(out, tuple) else (out,)
+    return tuple(np.asarray(o).dtype for o in outs)
+
+
+def ufunc_result(ufunc_name: str, operands) -> np.dtype:
+    sig = []
+    for o in operands:
+        if isinstance(o, np.dtype):
+            sig.append(o)
+        else:
+            sig.append({"b": "weak-bool", "i": "weak-int", "f": "weak-float"}[o])
+    return _ufunc_result(ufunc_name, tuple(sig))[0]
+
+
+def result_type(*operands) -> np.dtype:
+    """np.result_type over dtypes and weak scalar kinds ('b','i','f')."""
+    args = []
+    for o in operands:
+        if isinstance(o, np.dtype):
+            args.append(o)
+        else:
+            args.append({"b": True, "i": 1, "f": 1.0}[o])
+    return np.result_type(*args)
+
+
+def weak_scalar_dtype(kind: str, other: np.dtype) -> np.dtype:
+    """The dtype a weak Python scalar takes next to an array of dtype ``other``."""
+    return result_type(other, kind) if kind != "b" or other == bool_ else other
+
+
+def default_dtype(kind: str) -> np.dtype:
+    return {"b": bool_, "i": int64, "f": float64}[kind]

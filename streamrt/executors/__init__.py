@@ -1,0 +1,1 @@
+"""Executors: one module per backend with the same interface (see base.py)."""

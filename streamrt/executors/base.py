@@ -1,0 +1,130 @@
+"""Executor interface: alloc, free, copy_in, copy_out, compile, launch, synchronize -- and a
+worker thread that runs launched programs in order and reports completion to the E-Scheduler."""
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .. import stats
+from ..config import settings
+
+
+class Executor:
+    name = "base"
+    caps = {"fuse": True, "renderer": None, "max_ops": 128}
+
+    def __init__(self):
+        self._q = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+
+    # ---- memory --------------------------------------------------------------------------
+    def alloc(self, shape, dtype):
+        a = np.empty(shape, dtype)
+        stats.add("bytes_allocated", a.nbytes)
+        stats.add("buffers_allocated")
+        return a
+
+    def free(self, buf):
+        pass  # host memory: dropped references are freed by Python
+
+    def copy_in(self, host):
+        return host
+
+    def copy_out(self, buf):
+        return buf
+
+    # ---- programs ------------------------------------------------------------------------
+    def compile(self, prog):
+        return None
+
+    def launch(self, prog):
+        """Run one program synchronously on the calling (worker) thread."""
+        raise NotImplementedError
+
+    def synchronize(self):
+        done = threading.Event()
+        self._q.put(("sync", done))
+        done.wait()
+
+    # ---- asynchronous submission ---------------------------------------------------------
+    def submit(self, prog, on_done):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._worker, name=f"streamrt-{self.name}",
+                                                daemon=True)
+                self._thread.start()
+        self._q.put(("run", prog, on_done))
+
+    def _worker(self):
+        while True:
+            msg = self._q.get()
+            if msg[0] == "stop":
+                return
+            if msg[0] == "sync":
+                msg[1].set()
+                continue
+            _, prog, on_done = msg
+            err = None
+            t0 = time.perf_counter()
+            try:
+                self.launch(prog)
+            except BaseException as e:  # noqa: BLE001 - delivered to the application
+                err = e
+            dt = time.perf_counter() - t0
+            if settings.debug >= 2:
+                print(f"[streamrt] {self.name} {prog.describe()} {dt * 1e3:.3f} ms",
+                      file=sys.stderr)
+            on_done(prog, err, dt)
+
+    def stop(self):
+        if self._thread is not None:
+            self._q.put(("stop",))
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
+def run_refop(p, val):
+    """Evaluate one port with NumPy (the reference semantics)."""
+    from ..ops import OPS, REDUCTIONS
+    from ..proggen.intrinsics import INTRINSICS
+    args = [val(i) for i in p.inputs]
+    with np.errstate(all="ignore"):
+        if p.kind == "map":
+            op = OPS[p.op]
+            if p.op == "astype":
+                r = np.asarray(args[0]).astype(p.dtype)
+            else:
+                r = op.ref(*args)
+        elif p.kind == "reduce":
+            axes, keepdims, acc = p.params
+            x = np.asarray(args[0])
+            if p.op in ("argmax", "argmin"):
+                ax = axes[0] if len(axes) == 1 else None
+                r = REDUCTIONS[p.op].ref(x, axis=ax, keepdims=keepdims)
+            elif p.op in ("sum", "prod", "mean"):
+                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims, dtype=acc if p.op != "mean"
+                                         else None)
+            else:
+                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims)
+        elif p.kind == "intrinsic":
+            r = INTRINSICS[p.op](p, *args)
+        else:
+            raise TypeError(f"cannot evaluate {p}")
+    return np.asarray(r).astype(p.dtype, copy=False).reshape(p.shape)
+
+
+def scalar_value(p):
+    """A scalar port's value as the kernel receives it (cast to its loop dtype)."""
+    return p.dtype.type(p.scalar)
+
+
+def ref_value(i):
+    """Host value of an input port for the reference evaluation (Python scalars stay weak)."""
+    if i.kind == "scalar":
+        return i.scalar if i.params and i.params[0] == "weak" else i.dtype.type(i.scalar)
+    return i.host_value()

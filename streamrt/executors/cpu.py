@@ -1,0 +1,113 @@
+"""CPU executor: generated Numba kernels (parallel=True, nogil=True) loaded through the program
+cache; intrinsics run with NumPy. A kernel that fails to compile is split, then falls back to
+the reference evaluation op by op; both are counted."""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+from .. import stats
+from ..caches import program_cache
+from ..config import settings
+from .base import Executor, run_refop, scalar_value, ref_value
+
+_layer_lock = threading.Lock()
+_layer_set = False
+
+
+def _setup_numba():
+    global _layer_set
+    with _layer_lock:
+        if _layer_set:
+            return
+        import numba
+        try:
+            from numba.np.ufunc import omppool  # noqa: F401
+            numba.config.THREADING_LAYER = "omp"
+        except ImportError:
+            numba.config.THREADING_LAYER = "workqueue"
+        _layer_set = True
+
+
+def chunks_for(K, R0):
+    """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
+    import numba
+    T = numba.get_num_threads()
+    if K >= 4 * T or R0 < 8192:
+        return 1
+    want = max(1, (16 * T + K - 1) // K)
+    return int(max(1, min(want, R0 // 4096)))
+
+
+class CPUExecutor(Executor):
+    name = "cpu"
+    caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
+
+    def __init__(self):
+        super().__init__()
+        _setup_numba()
+        self._called = set()
+
+    def compile(self, prog):
+        d, new = program_cache.numba_kernel(prog.source, prog.fn)
+        return d
+
+    def launch(self, prog):
+        if prog.kind == "kernel":
+            try:
+                d = self.compile(prog)
+                self._run_kernel(prog, d)
+            except Exception as e:  # noqa: BLE001
+                if settings.debug >= 1:
+                    print(f"[streamrt] kernel failed ({type(e).__name__}: {str(e)[:200]}); "
+                          "splitting", file=sys.stderr)
+                self._split_and_run(prog)
+        elif prog.kind in ("intrinsic", "refop"):
+            for p in prog.ops:
+                p.value[...] = run_refop(p, ref_value)
+            stats.add("intrinsics_launched")
+
+    def _split_and_run(self, prog):
+        from .. import proggen
+        parts = proggen.split(prog)
+        if parts is None:
+            # a single op that will not compile: evaluate it with NumPy (counted)
+            stats.add("fallback_to_reference")
+            for p in prog.ops:
+                if p.value is None:
+                    p.value = self.alloc(p.shape, p.dtype)
+                p.value[...] = run_refop(p, ref_value)
+            return
+        stats.add("kernel_splits")
+        for part in parts:
+            for p in part.outputs:
+                if p.value is None:
+                    p.value = self.alloc(p.shape, p.dtype)
+            self.launch(part)
+
+    def _run_kernel(self, prog, d):
+        k = prog.kernel
+        args = [prog.table]
+        for a in k.loads:
+            args.append(a.port.base_view()[0].value.reshape(-1))
+        for a in k.stores:
+            args.append(a.port.value.reshape(-1))
+        for s in k.scalars:
+            args.append(scalar_value(s))
+        if k.is_reduction:
+            K = math.prod(k.kept) if k.kept else 1
+            C = chunks_for(K, k.red[0] if k.red else 1)
+            for r in k.reductions:
+                args.append(r.value.reshape(-1))
+            for dt in prog.partials:
+                args.append(np.empty(K * C, dt))
+            args.append(C)
+        first = id(d) not in self._called
+        d(*args)
+        if first:
+            self._called.add(id(d))
+            program_cache.note_first_call(d)
+        stats.add("kernels_launched")

@@ -1,0 +1,111 @@
+"""Scalar helpers that generated Numba kernels call where NumPy's semantics need more than one
+expression (integer division by zero, floor-mod signs, shifts past the width)."""
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
+           "_shl", "_shr"]
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ifloordiv(a, b):
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _imod(a, b):
+    if b == 0:
+        return a - a
+    if b == -1:
+        return a - a
+    return a % b
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _fmod(a, b):
+    # NumPy's npy_divmod: result has the sign of b
+    if b == 0:
+        return a * np.nan
+    m = math.fmod(a, b)
+    if m != 0:
+        if (b < 0) != (m < 0):
+            m += b
+    else:
+        m = math.copysign(0.0, b)
+    return m
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ffloordiv(a, b):
+    if b == 0:
+        return a / b
+    m = math.fmod(a, b)
+    div = (a - m) / b
+    if m != 0:
+        if (b < 0) != (m < 0):
+            div -= 1.0
+    if div != 0:
+        fl = math.floor(div)
+        if div - fl > 0.5:
+            fl += 1.0
+    else:
+        fl = math.copysign(0.0, a / b)
+    return fl
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ipow(a, b):
+    if b < 0:
+        return a - a   # NumPy raises for negative integer powers; inside a kernel we give 0
+    r = a - a + 1
+    base = a
+    e = b
+    while e > 0:
+        if e & 1:
+            r = r * base
+        base = base * base
+        e >>= 1
+    return r
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _irecip(a):
+    if a == 1:
+        return a
+    if a == -1:
+        return a
+    return a - a
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _isign(a):
+    return (a > 0) - (a < 0)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _fsign(a):
+    if a > 0:
+        return a - a + 1
+    if a < 0:
+        return a - a - 1
+    return a   # 0 -> 0, nan -> nan
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _shl(a, b, bits):
+    if b < 0 or b >= bits:
+        return a - a
+    return a << b
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _shr(a, b, bits):
+    if b < 0 or b >= bits:
+        return (a - a - 1) if a < 0 else a - a
+    return a >> b

@@ -1,0 +1,33 @@
+"""Executor registry: which backends exist, and the one STREAMRT_BACKEND chooses."""
+from __future__ import annotations
+
+import threading
+
+from ..config import settings
+
+_lock = threading.Lock()
+_instances = {}
+
+
+def _make(name):
+    if name == "cpu":
+        from .cpu import CPUExecutor
+        return CPUExecutor()
+    if name == "reference":
+        from .reference import ReferenceExecutor
+        return ReferenceExecutor()
+    raise ValueError(f"unknown STREAMRT_BACKEND {name!r}; available: cpu, reference")
+
+
+def get(name=None):
+    name = name or settings.backend
+    with _lock:
+        ex = _instances.get(name)
+        if ex is None:
+            ex = _instances[name] = _make(name)
+        return ex
+
+
+def all_instances():
+    with _lock:
+        return list(_instances.values())

@@ -1,0 +1,672 @@
+"""The Array: overloaded operators and NumPy protocols that record IR ports instead of computing.
+Validation happens here, at record time, and errors name the user's file and line."""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import dtypes as D
+from .. import stats
+from ..config import settings
+from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, map_dtypes, reduction_dtypes
+from ..scheduler import cscheduler
+from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
+from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, StreamrtAxisError,
+                     StreamrtOverflowError, callsite, record_error)
+
+
+# ---- recording helpers --------------------------------------------------------------------
+def _enqueue(port):
+    q = current_queue()
+    port.queue = q
+    n = q.compute(port)
+    if n >= settings.queue_threshold:
+        cscheduler.flush(q, reason="threshold")
+    return Array._wrap(port)
+
+
+def const_port(data, site=None, dtype=None):
+    """A port holding host data (copied: later changes to ``data`` do not leak in)."""
+    a = np.asarray(data)
+    try:
+        dt = D.canonical(dtype if dtype is not None else a.dtype)
+    except TypeError as e:
+        raise record_error(DTypeError, str(e), site) from None
+    arr = np.array(a, dtype=dt, order="C", copy=True)
+    p = Port("const", "const", dt, arr.shape, value=arr, site=site)
+    stats.add("bytes_allocated", arr.nbytes)
+    return p
+
+
+def _scalar_port(v, site):
+    if isinstance(v, np.generic):
+        dt = D.canonical(v.dtype)
+        return Port("scalar", "scalar", dt, (), params=("strong",), scalar=v.item(), site=site)
+    k = D.scalar_kind(v)
+    return Port("scalar", "scalar", D.default_dtype(k), (), params=("weak", k), scalar=v,
+                site=site)
+
+
+def operand(x, site):
+    """An op argument as a port: Arrays as they are, Python/NumPy scalars as kernel
+    parameters, anything array-like as a constant."""
+    if isinstance(x, Array):
+        return x._port
+    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return _scalar_port(x, site)
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return const_port(x, site)
+    if isinstance(x, complex) or (isinstance(x, np.ndarray) and x.dtype.kind == "c"):
+        raise record_error(DTypeError, "complex numbers are not supported yet", site)
+    raise record_error(ArgumentError, f"cannot use an object of type {type(x).__name__} as an "
+                       "array operand", site)
+
+
+def _kinds(ports):
+    out = []
+    for p in ports:
+        if p.kind == "scalar" and p.params[0] == "weak":
+            out.append(p.params[1])
+        else:
+            out.append(p.dtype)
+    return out
+
+
+def record_map(name, *args, site=None):
+    op = OPS[name]
+    site = site or callsite()
+    if len(args) != op.arity:
+        raise record_error(ArgumentError, f"{name}() takes {op.arity} array arguments, "
+                           f"got {len(args)}", site)
+    ports = [operand(a, site) for a in args]
+    try:
+        out_dt, loop_dt = map_dtypes(op, _kinds(ports))
+    except TypeError as e:
+        tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float')[k]}"
+                        for k in _kinds(ports))
+        raise record_error(DTypeError, f"{name} is not defined for ({tys}): {e}", site) from None
+    shapes = [p.shape for p in ports if p.kind != "scalar"]
+    try:
+        shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    except ValueError:
+        raise record_error(ShapeError, f"{name}: operands could not be broadcast together with "
+                           f"shapes {' '.join(str(tuple(s)) for s in shapes)}", site) from None
+    want = [D.bool_, loop_dt, loop_dt] if name == "where" else [loop_dt] * op.arity
+    for p, w in zip(ports, want):
+        if p.kind == "scalar":
+            if p.params[0] == "weak" and p.params[1] == "i" and D.is_int(w):
+                info = np.iinfo(w)
+                if not info.min <= p.scalar <= info.max:
+                    raise record_error(StreamrtOverflowError, f"Python integer {p.scalar} out of "
+                                       f"bounds for {w}", site)
+            p.dtype = w
+    if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
+        # constant folding: every operand is a known scalar
+        from ..executors.base import ref_value
+        with np.errstate(all="ignore"):
+            vals = [ref_value(p) if p.kind == "scalar" else p.value for p in ports]
+            r = op.ref(*vals) if name != "astype" else vals[0]
+        return Array._wrap(const_port(np.asarray(r, dtype=out_dt), site))
+    port = Port("map", name, out_dt, shape, tuple(ports), (), site, loop_dtype=loop_dt)
+    return _enqueue(port)
+
+
+def astype(x, dtype, site=None):
+    site = site or callsite()
+    try:
+        dt = D.canonical(dtype)
+    except TypeError as e:
+        raise record_error(DTypeError, str(e), site) from None
+    p = operand(x, site)
+    if p.kind == "scalar":
+        return Array._wrap(const_port(np.asarray(p.scalar, dtype=dt), site))
+    port = Port("map", "astype", dt, p.shape, (p,), (), site, loop_dtype=dt)
+    return _enqueue(port)
+
+
+def normalize_axes(axis, ndim, site, name):
+    if axis is None:
+        return tuple(range(ndim))
+    ax = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in ax:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise record_error(ArgumentError, f"{name}: axis must be an int or a tuple of ints, "
+                               f"got {a!r}", site)
+        if not -ndim <= a < ndim:
+            raise record_error(StreamrtAxisError, f"{name}: axis {a} is out of bounds for array "
+                               f"of dimension {ndim}", site)
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise record_error(ArgumentError, f"{name}: duplicate value in 'axis'", site)
+    return tuple(sorted(out))
+
+
+def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
+    site = site or callsite()
+    p = operand(x, site)
+    if p.kind == "scalar":
+        p = const_port(np.asarray(p.scalar), site)
+    if name in ("argmax", "argmin") and isinstance(axis, tuple):
+        raise record_error(ArgumentError, f"{name}: axis must be None or an int", site)
+    axes = normalize_axes(axis, len(p.shape), site, name)
+    red_n = math.prod(p.shape[a] for a in axes)
+    if REDUCTIONS[name].needs_identity and red_n == 0:
+        npname = {"max": "maximum", "min": "minimum"}.get(name, name)
+        raise record_error(ShapeError, f"zero-size array to reduction operation {npname} which "
+                           "has no identity", site)
+    out_dt, acc_dt = reduction_dtypes(name, p.dtype)
+    if dtype is not None and name in ("sum", "prod", "mean"):
+        try:
+            out_dt = D.canonical(dtype)
+        except TypeError as e:
+            raise record_error(DTypeError, str(e), site) from None
+        acc_dt = D.float64 if D.is_float(out_dt) else out_dt
+    if keepdims:
+        shape = tuple(1 if i in axes else s for i, s in enumerate(p.shape))
+    else:
+        shape = tuple(s for i, s in enumerate(p.shape) if i not in axes)
+    if p.kind == "const" and False:
+        pass
+    port = Port("reduce", name, out_dt, shape, (p,), (axes, bool(keepdims), acc_dt), site)
+    return _enqueue(port)
+
+
+def _view(p, off, shape, strides, site):
+    base = p.base_view()[0]
+    v = Port("view", "view", p.dtype, tuple(shape), (base,), (int(off), tuple(strides)), site)
+    base.nrefs += 1            # a view keeps its base alive
+    if base.state == DONE:
+        v.state = DONE
+        return Array._wrap(v)
+    return _enqueue(v)
+
+
+def basic_index(p, key, site):
+    """Basic indexing (ints, slices, None, Ellipsis) as (offset, shape, strides) or None when
+    the key needs advanced indexing."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    base, off, st = p.base_view()
+    shape = p.shape
+    n_idx = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if any(isinstance(k, (np.ndarray, list, Array)) or (isinstance(k, (bool, np.bool_))) for k in key):
+        return None
+    if n_idx > len(shape):
+        raise record_error(ArgumentError, f"too many indices for array: array is "
+                           f"{len(shape)}-dimensional, but {n_idx} were indexed", site)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise record_error(ArgumentError, "an index can only have a single ellipsis ('...')", site)
+    exp = []
+    for k in key:
+        if k is Ellipsis:
+            exp.extend([slice(None)] * (len(shape) - n_idx))
+        else:
+            exp.append(k)
+    while sum(1 for k in exp if k is not None) < len(shape):
+        exp.append(slice(None))
+    new_shape, new_st, dim = [], [], 0
+    for k in exp:
+        if k is None:
+            new_shape.append(1)
+            new_st.append(0)
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(shape[dim])
+            new_shape.append(len(range(start, stop, step)))
+            new_st.append(st[dim] * step)
+            off += start * st[dim] if new_shape[-1] else 0
+            dim += 1
+        elif isinstance(k, (int, np.integer)):
+            i = int(k)
+            if i < 0:
+                i += shape[dim]
+            if not 0 <= i < shape[dim]:
+                raise record_error(ArgumentError, f"index {int(k)} is out of bounds for axis "
+                                   f"{dim} with size {shape[dim]}", site)
+            off += i * st[dim]
+            dim += 1
+        else:
+            raise record_error(ArgumentError, f"only integers, slices (`:`), ellipsis (`...`), "
+                               f"numpy.newaxis (`None`) and integer or boolean arrays are valid "
+                               f"indices, got {k!r}", site)
+    return off, tuple(new_shape), tuple(new_st)
+
+
+def _static_key(key):
+    key = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in key:
+        if isinstance(k, slice):
+            out.append(("s", k.start, k.stop, k.step))
+        elif isinstance(k, (int, np.integer)):
+            out.append(("i", int(k)))
+        elif k is Ellipsis:
+            out.append("...")
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+# ---- NumPy fallback -----------------------------------------------------------------------
+_warned = set()
+
+
+def to_numpy_tree(x):
+    if isinstance(x, Array):
+        return x.numpy()
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_numpy_tree(i) for i in x)
+    if isinstance(x, dict):
+        return {k: to_numpy_tree(v) for k, v in x.items()}
+    return x
+
+
+def from_numpy_tree(x, site):
+    if isinstance(x, np.ndarray) and x.dtype in D.SUPPORTED_SET:
+        return Array._wrap(const_port(x, site))
+    if isinstance(x, tuple):
+        return tuple(from_numpy_tree(i, site) for i in x)
+    if isinstance(x, list):
+        return [from_numpy_tree(i, site) for i in x]
+    return x
+
+
+def fallback(name, func, args, kwargs, site=None):
+    """Run a NumPy function streamrt does not implement on materialised inputs."""
+    site = site or callsite()
+    if settings.strict:
+        raise record_error(FallbackError, f"numpy.{name} is not implemented by streamrt "
+                           "(STREAMRT_STRICT=1 makes the NumPy fallback an error)", site)
+    stats.add("fallbacks")
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn_explicit(f"streamrt: numpy.{name} is not implemented lazily; inputs are "
+                               "materialised and NumPy runs it (warned once)", RuntimeWarning,
+                               site.filename, site.lineno)
+    res = func(*to_numpy_tree(args), **to_numpy_tree(kwargs))
+    return from_numpy_tree(res, site)
+
+
+HANDLED_FUNCTIONS = {}     # numpy function name -> streamrt implementation (filled by ops modules)
+
+
+# ---- the Array ----------------------------------------------------------------------------
+class Array:
+    """A lazy n-dimensional array. Operations record ports; reads force evaluation."""
+
+    __slots__ = ("_port", "__weakref__")
+    __array_priority__ = 100.0
+
+    @classmethod
+    def _wrap(cls, port):
+        a = object.__new__(cls)
+        a._port = port
+        port.nrefs += 1
+        return a
+
+    def __del__(self):
+        try:
+            _decref(self._port)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self._port.shape
+
+    @property
+    def dtype(self):
+        return self._port.dtype
+
+    @property
+    def ndim(self):
+        return len(self._port.shape)
+
+    @property
+    def size(self):
+        return self._port.size
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # ---- reads ----------------------------------------------------------------------------
+    def numpy(self):
+        """The value as a NumPy array (forces evaluation)."""
+        p = self._port
+        cscheduler.ensure(p)
+        return p.host_value()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.numpy()
+        if dtype is not None:
+            v = v.astype(dtype)
+        return np.array(v, copy=True) if copy else v
+
+    def item(self, *args):
+        return self.numpy().item(*args)
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self):
+        return float(self._scalar("float"))
+
+    def __int__(self):
+        return int(self._scalar("int"))
+
+    def __index__(self):
+        if not D.is_int(self.dtype):
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self._scalar("index"))
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self.numpy().reshape(()))
+
+    def _scalar(self, what):
+        if self.size != 1:
+            raise record_error(ShapeError, f"only 1-element arrays can be converted to Python "
+                               f"scalars ({what}() of an array of shape {self.shape})")
+        return self.numpy().reshape(()).item()
+
+    def __repr__(self):
+        return "streamrt." + repr(self.numpy()).replace("\n", "\n         ")
+
+    def __str__(self):
+        return str(self.numpy())
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __format__(self, spec):
+        return format(self.numpy().item() if self.size == 1 and not self.shape else
+                      self.numpy(), spec)
+
+    # ---- views and shape ------------------------------------------------------------------
+    def __getitem__(self, key):
+        site = callsite()
+        if isinstance(key, Array):
+            key = key.numpy()
+        r = basic_index(self._port, key, site)
+        if r is None:
+            return fallback("ndarray.__getitem__", lambda a, k: a[k], (self, to_numpy_tree(key)),
+                            {}, site)
+        off, shape, st = r
+        return _view(self._port, off, shape, st, site)
+
+    def __setitem__(self, key, value):
+        """Functional update: the Array now refers to a new port (the old value is released)."""
+        site = callsite()
+        r = basic_index(self._port, key, site)
+        if r is None:
+            raise record_error(ArgumentError, "only basic indexes (ints, slices, None, ...) can "
+                               "be assigned to", site)
+        _, tshape, _ = r
+        v = operand(value, site)
+        vshape = v.shape if v.kind != "scalar" else ()
+        try:
+            np.broadcast_shapes(vshape, tshape)
+            if len(vshape) > len(tshape) and any(s != 1 for s in vshape[:len(vshape) - len(tshape)]):
+                raise ValueError
+            if tuple(np.broadcast_shapes(vshape, tshape)) != tuple(tshape):
+                raise ValueError
+        except ValueError:
+            raise record_error(ShapeError, f"could not broadcast input array from shape "
+                               f"{vshape} into shape {tshape}", site) from None
+        if v.kind == "scalar":
+            v = const_port(np.asarray(v.scalar), site)
+        old = self._port
+        newp = Port("intrinsic", "setitem", old.dtype, old.shape, (old, v),
+                    (_static_key(key),), site)
+        newp.queue = current_queue()
+        newp.queue.compute(newp)
+        newp.nrefs += 1
+        self._port = newp
+        _decref(old)
+
+    def reshape(self, *shape, order="C"):
+        site = callsite()
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape, site=site)
+
+    def transpose(self, *axes):
+        site = callsite()
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return transpose(self, axes or None, site=site)
+
+    @property
+    def T(self):
+        return transpose(self, None, site=callsite())
+
+    @property
+    def mT(self):
+        ax = list(range(self.ndim))
+        ax[-2:] = ax[-1], ax[-2]
+        return transpose(self, tuple(ax), site=callsite())
+
+    def ravel(self):
+        return reshape(self, (-1,), site=callsite())
+
+    def flatten(self):
+        return reshape(self, (-1,), site=callsite()).copy()
+
+    def copy(self):
+        return astype(self, self.dtype, site=callsite())
+
+    def astype(self, dtype, copy=True):
+        return astype(self, dtype, site=callsite())
+
+    # ---- reductions as methods -------------------------------------------------------------
+    def sum(self, axis=None, dtype=None, keepdims=False):
+        return record_reduce("sum", self, axis, keepdims, dtype, site=callsite())
+
+    def prod(self, axis=None, dtype=None, keepdims=False):
+        return record_reduce("prod", self, axis, keepdims, dtype, site=callsite())
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return record_reduce("mean", self, axis, keepdims, dtype, site=callsite())
+
+    def max(self, axis=None, keepdims=False):
+        return record_reduce("max", self, axis, keepdims, site=callsite())
+
+    def min(self, axis=None, keepdims=False):
+        return record_reduce("min", self, axis, keepdims, site=callsite())
+
+    def any(self, axis=None, keepdims=False):
+        return record_reduce("any", self, axis, keepdims, site=callsite())
+
+    def all(self, axis=None, keepdims=False):
+        return record_reduce("all", self, axis, keepdims, site=callsite())
+
+    def argmax(self, axis=None, keepdims=False):
+        return record_reduce("argmax", self, axis, keepdims, site=callsite())
+
+    def argmin(self, axis=None, keepdims=False):
+        return record_reduce("argmin", self, axis, keepdims, site=callsite())
+
+    def var(self, axis=None, ddof=0, keepdims=False):
+        from .math import var
+        return var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, ddof=0, keepdims=False):
+        from .math import std
+        return std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+
+    def clip(self, a_min=None, a_max=None):
+        from .math import clip
+        return clip(self, a_min, a_max)
+
+    def dot(self, other):
+        from .math import dot
+        return dot(self, other)
+
+    # ---- NumPy protocols ----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        site = callsite()
+        name = UFUNC_TO_OP.get(ufunc.__name__)
+        if method == "__call__" and name is not None and not kwargs.get("out"):
+            kw = {k: v for k, v in kwargs.items() if v is not None}
+            dt = kw.pop("dtype", None)
+            if not kw:
+                r = record_map(name, *inputs, site=site)
+                return astype(r, dt, site=site) if dt is not None else r
+        if method == "reduce" and not kwargs.get("out"):
+            red = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                   "logical_and": "all", "logical_or": "any"}.get(ufunc.__name__)
+            if red is not None and set(kwargs) <= {"axis", "keepdims", "dtype"}:
+                axis = kwargs.get("axis", 0)
+                return record_reduce(red, inputs[0], axis, kwargs.get("keepdims", False),
+                                     kwargs.get("dtype"), site=site)
+        func = getattr(ufunc, method)
+        return fallback(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__,
+                        func, inputs, kwargs, site)
+
+    def __array_function__(self, func, types, args, kwargs):
+        impl = HANDLED_FUNCTIONS.get(func.__name__)
+        if impl is not None:
+            return impl(*args, **kwargs)
+        return fallback(func.__name__, func, args, kwargs, callsite())
+
+
+def _decref(p):
+    p.nrefs -= 1
+    if p.nrefs <= 0:
+        if p.queue is not None and p.state == 0:
+            p.queue.release(p)
+        if p.kind == "view":
+            _decref(p.inputs[0])
+
+
+def _binop(name, reflected=False):
+    if reflected:
+        def f(self, other):
+            return record_map(name, other, self, site=callsite())
+    else:
+        def f(self, other):
+            return record_map(name, self, other, site=callsite())
+    f.__name__ = name
+    return f
+
+
+def _unop(name):
+    def f(self):
+        return record_map(name, self, site=callsite())
+    f.__name__ = name
+    return f
+
+
+for _dunder, _name in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                       ("truediv", "divide"), ("floordiv", "floor_divide"), ("mod", "remainder"),
+                       ("pow", "power"), ("and", "bitwise_and"), ("or", "bitwise_or"),
+                       ("xor", "bitwise_xor"), ("lshift", "left_shift"),
+                       ("rshift", "right_shift")):
+    setattr(Array, f"__{_dunder}__", _binop(_name))
+    setattr(Array, f"__r{_dunder}__", _binop(_name, reflected=True))
+    # in-place forms rebind the name to a new lazy array (functional, like JAX)
+    setattr(Array, f"__i{_dunder}__", _binop(_name))
+for _dunder, _name in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                       ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
+    setattr(Array, f"__{_dunder}__", _binop(_name))
+for _dunder, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "absolute"),
+                       ("invert", "invert")):
+    setattr(Array, f"__{_dunder}__", _unop(_name))
+Array.__hash__ = None
+
+
+def _matmul(self, other):
+    from .math import matmul
+    return matmul(self, other)
+
+
+def _rmatmul(self, other):
+    from .math import matmul
+    return matmul(other, self)
+
+
+Array.__matmul__ = _matmul
+Array.__rmatmul__ = _rmatmul
+
+
+# ---- shape functions ----------------------------------------------------------------------
+def reshape(x, shape, site=None):
+    site = site or callsite()
+    p = operand(x, site)
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise record_error(ArgumentError, "can only specify one unknown dimension", site)
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or p.size % known:
+            raise record_error(ShapeError, f"cannot reshape array of size {p.size} into shape "
+                               f"{shape}", site)
+        shape = tuple(p.size // known if s == -1 else s for s in shape)
+    if math.prod(shape) != p.size:
+        raise record_error(ShapeError, f"cannot reshape array of size {p.size} into shape "
+                           f"{shape}", site)
+    if p.kind == "scalar":
+        p = const_port(np.asarray(p.scalar), site)
+    base, off, st = p.base_view()
+    if p.kind == "view" and tuple(st) != c_strides(p.shape):
+        c = astype(Array._wrap(p) if False else _keep(p), p.dtype, site=site)
+        return reshape(c, shape, site=site)
+    return _view(p, off, shape, c_strides(shape), site)
+
+
+def _keep(p):
+    return Array._wrap(p)
+
+
+def transpose(x, axes=None, site=None):
+    site = site or callsite()
+    p = operand(x, site)
+    nd = len(p.shape)
+    if axes is None:
+        axes = tuple(reversed(range(nd)))
+    axes = tuple(int(a) % nd if nd else 0 for a in axes) if axes else ()
+    if sorted(axes) != list(range(nd)):
+        raise record_error(ArgumentError, f"axes {axes} don't match array of {nd} dims", site)
+    base, off, st = p.base_view()
+    return _view(p, off, [p.shape[a] for a in axes], [st[a] for a in axes], site)
+
+
+def broadcast_to(x, shape, site=None):
+    site = site or callsite()
+    p = operand(x, site)
+    if p.kind == "scalar":
+        p = const_port(np.asarray(p.scalar), site)
+    shape = tuple(shape)
+    try:
+        if tuple(np.broadcast_shapes(p.shape, shape)) != shape:
+            raise ValueError
+    except ValueError:
+        raise record_error(ShapeError, f"cannot broadcast shape {p.shape} to {shape}", site) from None
+    base, off, st = p.base_view()
+    nd = len(shape)
+    new_st = [0] * nd
+    for j, s in enumerate(p.shape):
+        k = nd - len(p.shape) + j
+        new_st[k] = st[j] if s != 1 else 0
+    return _view(p, off, shape, new_st, site)

@@ -1,0 +1,108 @@
+"""Creation functions: host data and constants become const ports (copied once, on record)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from .array import HANDLED_FUNCTIONS, Array, const_port, operand
+from .errors import DTypeError, callsite, record_error
+
+
+def _dt(dtype, default=None):
+    return None if dtype is None else dtype
+
+
+def asarray(obj, dtype=None, copy=None, **kw):
+    """A streamrt array from an array-like (copied; later changes to ``obj`` do not leak in)."""
+    site = callsite()
+    if isinstance(obj, Array):
+        if dtype is None or np.dtype(dtype) == obj.dtype:
+            return obj if not copy else obj.copy()
+        return obj.astype(dtype)
+    a = np.asarray(obj)
+    if a.dtype.kind in "cOUSV":
+        raise record_error(DTypeError, f"dtype {a.dtype} is not supported by streamrt", site)
+    return Array._wrap(const_port(a, site, dtype))
+
+
+def array(obj, dtype=None, copy=True, **kw):
+    site = callsite()
+    if isinstance(obj, Array):
+        return obj.copy() if dtype is None else obj.astype(dtype)
+    return Array._wrap(const_port(np.asarray(obj), site, dtype))
+
+
+def _fill(shape, value, dtype, site):
+    dt = D.canonical(dtype) if dtype is not None else None
+    a = np.full(shape, value, dtype=dt)
+    return Array._wrap(const_port(a, site))
+
+
+def zeros(shape, dtype=float):
+    return _fill(shape, 0, dtype, callsite())
+
+
+def ones(shape, dtype=float):
+    return _fill(shape, 1, dtype, callsite())
+
+
+def empty(shape, dtype=float):
+    return _fill(shape, 0, dtype, callsite())
+
+
+def full(shape, fill_value, dtype=None):
+    site = callsite()
+    if dtype is None:
+        dtype = D.canonical(np.asarray(fill_value).dtype)
+    return _fill(shape, fill_value, dtype, site)
+
+
+def _like(a, dtype, shape):
+    return (tuple(shape) if shape is not None else np.shape(a) if not isinstance(a, Array)
+            else a.shape, dtype if dtype is not None else (a.dtype if isinstance(a, Array)
+                                                           else np.asarray(a).dtype))
+
+
+def zeros_like(a, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return _fill(s, 0, d, callsite())
+
+
+def ones_like(a, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return _fill(s, 1, d, callsite())
+
+
+def empty_like(a, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return _fill(s, 0, d, callsite())
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    s, d = _like(a, dtype, shape)
+    return _fill(s, fill_value, d, callsite())
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    site = callsite()
+    a = np.arange(start, stop, step) if step is not None else (
+        np.arange(start, stop) if stop is not None else np.arange(start))
+    return Array._wrap(const_port(a, site, dtype))
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    site = callsite()
+    return Array._wrap(const_port(np.linspace(start, stop, num, endpoint=endpoint), site, dtype))
+
+
+def eye(N, M=None, k=0, dtype=float):
+    site = callsite()
+    return Array._wrap(const_port(np.eye(N, M, k, dtype=D.canonical(dtype)), site))
+
+
+__all__ = ["asarray", "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+           "empty_like", "full_like", "arange", "linspace", "eye"]
+for _n in __all__:
+    if _n.endswith("_like"):
+        HANDLED_FUNCTIONS[_n] = globals()[_n]
+del operand

@@ -1,0 +1,242 @@
+"""Element-wise functions, reductions and composites (var, std, clip, dot) of the public
+namespace, generated from the op table; NumPy functions they answer for under
+__array_function__."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as D
+from ..ops import OPS, REDUCTIONS
+from .array import (HANDLED_FUNCTIONS, Array, astype as _astype, broadcast_to as _broadcast_to,
+                    normalize_axes, operand, record_map, record_reduce, reshape as _reshape,
+                    transpose as _transpose)
+from .errors import ArgumentError, ShapeError, callsite, record_error
+
+__all__ = []
+
+
+def _make_map(name):
+    op = OPS[name]
+    if op.arity == 1:
+        def f(x, /, dtype=None):
+            site = callsite()
+            r = record_map(name, x, site=site)
+            return _astype(r, dtype, site=site) if dtype is not None else r
+    elif op.arity == 2:
+        def f(x1, x2, /, dtype=None):
+            site = callsite()
+            r = record_map(name, x1, x2, site=site)
+            return _astype(r, dtype, site=site) if dtype is not None else r
+    else:
+        def f(*args):
+            return record_map(name, *args, site=callsite())
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = f"Lazy element-wise ``numpy.{op.ufunc or name}``."
+    return f
+
+
+_g = globals()
+for _name, _op in OPS.items():
+    if _name in ("astype", "where"):
+        continue
+    _g[_name] = _make_map(_name)
+    __all__.append(_name)
+    for _al in _op.aliases:
+        _g[_al] = _g[_name]
+        __all__.append(_al)
+
+
+def where(condition, x=None, y=None, /):
+    site = callsite()
+    if x is None or y is None:
+        raise record_error(ArgumentError, "where(condition) with one argument (nonzero) is not "
+                           "lazy; pass x and y", site)
+    return record_map("where", condition, x, y, site=site)
+
+
+def _make_reduce(name):
+    if name in ("sum", "prod", "mean"):
+        def f(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+            site = callsite()
+            if out is not None:
+                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays are "
+                                   "immutable; use the return value)", site)
+            return record_reduce(name, a, axis, keepdims, dtype, site=site)
+    else:
+        def f(a, axis=None, out=None, keepdims=False, **kw):
+            site = callsite()
+            if out is not None:
+                raise record_error(ArgumentError, f"{name}: out= is not supported", site)
+            return record_reduce(name, a, axis, keepdims, site=site)
+    f.__name__ = name
+    f.__doc__ = f"Lazy ``numpy.{name}`` over any axis or axes, with keepdims."
+    return f
+
+
+for _name in REDUCTIONS:
+    _g[_name] = _make_reduce(_name)
+    __all__.append(_name)
+amax, amin = max, min  # noqa: F821
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Two fused passes: the mean, then the mean of squared deviations."""
+    site = callsite()
+    x = a if isinstance(a, Array) else Array._wrap(operand(a, site)) if not np.isscalar(a) else a
+    if not isinstance(x, Array):
+        x = Array._wrap(operand(np.asarray(x), site))
+    if not D.is_float(x.dtype):
+        x = _astype(x, D.float64, site=site)
+    axes = normalize_axes(axis, x.ndim, site, "var")
+    n = 1
+    for ax in axes:
+        n *= x.shape[ax]
+    m = record_reduce("mean", x, axes, True, site=site)
+    d = record_map("subtract", x, m, site=site)
+    s = record_reduce("sum", record_map("multiply", d, d, site=site), axes, keepdims, site=site)
+    return record_map("divide", s, float(builtins.max(n - ddof, 0)), site=site)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    site = callsite()
+    return record_map("sqrt", var(a, axis=axis, ddof=ddof, keepdims=keepdims), site=site)
+
+
+def clip(a, a_min=None, a_max=None, out=None, **kw):
+    site = callsite()
+    if a_min is None and a_max is None:
+        raise record_error(ArgumentError, "clip: one of a_min or a_max must be given", site)
+    r = a
+    if a_min is not None:
+        r = record_map("maximum", r, a_min, site=site)
+    if a_max is not None:
+        r = record_map("minimum", r, a_max, site=site)
+    return r
+
+
+def dot(a, b, out=None):
+    """Vectors: one fused multiply-and-sum kernel. Matrices: the matmul intrinsic."""
+    site = callsite()
+    pa, pb = operand(a, site), operand(b, site)
+    if pa.kind == "scalar" or pb.kind == "scalar" or not pa.shape or not pb.shape:
+        return record_map("multiply", a, b, site=site)
+    if len(pa.shape) == 1 and len(pb.shape) == 1:
+        if pa.shape != pb.shape:
+            raise record_error(ShapeError, f"dot: shapes {pa.shape} and {pb.shape} not aligned",
+                               site)
+        A, B = Array._wrap(pa), Array._wrap(pb)
+        if pa.dtype == D.bool_ and pb.dtype == D.bool_:
+            return record_reduce("any", record_map("logical_and", A, B, site=site), None,
+                                 site=site)
+        prod = record_map("multiply", A, B, site=site)
+        return record_reduce("sum", prod, None, False, prod.dtype, site=site)
+    return matmul(a, b)
+
+
+def vdot(a, b):
+    site = callsite()
+    return dot(_reshape(a, (-1,), site=site), _reshape(b, (-1,), site=site))
+
+
+def matmul(a, b, out=None):
+    """Matrix product: a non-fusible intrinsic (NumPy's BLAS on the CPU)."""
+    from ..scheduler.workqueue import Port
+    from .array import _enqueue
+    site = callsite()
+    pa, pb = operand(a, site), operand(b, site)
+    if pa.kind == "scalar" or pb.kind == "scalar":
+        raise record_error(ArgumentError, "matmul: scalar operands are not allowed, use '*'", site)
+    try:
+        shape = np.matmul(np.empty(pa.shape, np.int8), np.empty(pb.shape, np.int8)).shape
+        dt = D.canonical(np.result_type(pa.dtype, pb.dtype))
+    except ValueError as e:
+        raise record_error(ShapeError, f"matmul: {e}", site) from None
+    if len(pa.shape) == 1 and len(pb.shape) == 1:
+        return dot(Array._wrap(pa), Array._wrap(pb))
+    return _enqueue(Port("intrinsic", "matmul", dt, tuple(shape), (pa, pb), (), site))
+
+
+def reshape(a, shape=None, order="C", **kw):
+    if shape is None:
+        shape = kw.get("newshape")
+    return _reshape(a, shape, site=callsite())
+
+
+def transpose(a, axes=None):
+    return _transpose(a, axes, site=callsite())
+
+
+def permute_dims(a, axes):
+    return _transpose(a, axes, site=callsite())
+
+
+def broadcast_to(a, shape):
+    return _broadcast_to(a, shape, site=callsite())
+
+
+def ravel(a, order="C"):
+    return _reshape(a, (-1,), site=callsite())
+
+
+def copy(a, order="K"):
+    site = callsite()
+    p = operand(a, site)
+    return _astype(Array._wrap(p), p.dtype, site=site)
+
+
+def astype(x, dtype, /, copy=True):
+    return _astype(x, dtype, site=callsite())
+
+
+def square_(x):
+    return record_map("square", x, site=callsite())
+
+
+def expand_dims(a, axis):
+    site = callsite()
+    p = operand(a, site)
+    nd = len(p.shape) + 1
+    ax = axis % nd
+    shape = list(p.shape)
+    shape.insert(ax, 1)
+    return _reshape(Array._wrap(p), tuple(shape), site=site)
+
+
+def squeeze(a, axis=None):
+    site = callsite()
+    p = operand(a, site)
+    axes = normalize_axes(axis, len(p.shape), site, "squeeze") if axis is not None else tuple(
+        i for i, s in enumerate(p.shape) if s == 1)
+    for i in axes:
+        if p.shape[i] != 1:
+            raise record_error(ShapeError, "cannot select an axis to squeeze out which has size "
+                               "not equal to one", site)
+    return _reshape(Array._wrap(p), tuple(s for i, s in enumerate(p.shape) if i not in axes),
+                    site=site)
+
+
+def ndim(a):
+    return len(np.shape(a)) if not isinstance(a, Array) else a.ndim
+
+
+def shape(a):
+    return a.shape if isinstance(a, Array) else np.shape(a)
+
+
+def size(a):
+    return a.size if isinstance(a, Array) else np.size(a)
+
+
+__all__ += ["where", "var", "std", "clip", "dot", "vdot", "matmul", "reshape", "transpose",
+            "permute_dims", "broadcast_to", "ravel", "copy", "astype", "expand_dims",
+            "squeeze", "amax", "amin", "ndim", "shape", "size"]
+
+# NumPy functions that stay lazy when called on streamrt arrays
+for _name in __all__:
+    if hasattr(np, _name):
+        HANDLED_FUNCTIONS[_name] = _g[_name]
+HANDLED_FUNCTIONS["max"] = _g["max"]
+HANDLED_FUNCTIONS["min"] = _g["min"]

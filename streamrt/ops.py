@@ -1,0 +1,192 @@
+"""The single op table: every map and reduction op declared once (dtype rule, NumPy reference,
+kernel expression template, identity, instruction estimate). Everything else looks ops up here."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import dtypes as D
+
+Template = "str | Callable[[np.dtype, tuple[str, ...]], str]"
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str                    # streamrt name (ps.<name>) and IR op name
+    kind: str                    # 'map' | 'reduce'
+    arity: int
+    ufunc: str | None            # NumPy ufunc this op is (dtype rule, __array_ufunc__ dispatch)
+    ref: Callable                # NumPy reference: used by the reference executor and the tests
+    numba: object                # template: "{0} + {1}" or callable(loop_dtype, args) -> str
+    cost: int = 1                # instruction estimate per element (profiler weights, split sizes)
+    loop: str = "out"            # dtype the inputs are cast to: 'out' (result dtype) or 'in'
+    float_tol: bool = False      # compared with a ulp tolerance (transcendentals), else exactly
+    aliases: tuple = field(default=())
+
+
+OPS: dict[str, Op] = {}
+
+
+def _op(name, kind, arity, numba, ufunc=None, ref=None, **kw):
+    ufunc = ufunc if ufunc is not None else (name if hasattr(np, name) and
+                                             isinstance(getattr(np, name), np.ufunc) else None)
+    ref = ref if ref is not None else getattr(np, ufunc or name)
+    OPS[name] = Op(name, kind, arity, ufunc, ref, numba, **kw)
+
+
+def _dt(d: np.dtype) -> str:
+    """Name of the Numba/NumPy scalar constructor for a dtype."""
+    return "np.bool_" if d == D.bool_ else f"np.{d.name}"
+
+
+def by_dtype(int_t, float_t, bool_t=None):
+    def render(dt, a):
+        if dt == D.bool_ and bool_t is not None:
+            return bool_t.format(*a)
+        return (float_t if D.is_float(dt) else int_t).format(*a)
+    return render
+
+
+# ---- arithmetic ---------------------------------------------------------------------------
+_op("add", "map", 2, by_dtype("({0} + {1})", "({0} + {1})", "({0} or {1})"))
+_op("subtract", "map", 2, "({0} - {1})")
+_op("multiply", "map", 2, by_dtype("({0} * {1})", "({0} * {1})", "({0} and {1})"))
+_op("divide", "map", 2, "({0} / {1})", ufunc="divide", ref=np.true_divide, aliases=("true_divide",))
+_op("floor_divide", "map", 2, by_dtype("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})"))
+_op("remainder", "map", 2, by_dtype("_imod({0}, {1})", "_fmod({0}, {1})"), aliases=("mod",))
+_op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})"), cost=20, float_tol=True)
+_op("negative", "map", 1, "(-{0})")
+_op("positive", "map", 1, "({0})")
+_op("absolute", "map", 1, by_dtype("abs({0})", "abs({0})", "({0})"), aliases=("abs",))
+_op("square", "map", 1, by_dtype("({0} * {0})", "({0} * {0})", "({0} and {0})"))
+_op("reciprocal", "map", 1, by_dtype("_irecip({0})", "(1.0 / {0})"))
+_op("sign", "map", 1, by_dtype("_isign({0})", "_fsign({0})"))
+# ---- comparisons (loop over the promoted input dtype, result bool) ---------------------------
+for _n, _s in (("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
+               ("greater", ">"), ("greater_equal", ">=")):
+    _op(_n, "map", 2, "({0} %s {1})" % _s, loop="in")
+# ---- logical and bitwise ------------------------------------------------------------------
+_op("logical_and", "map", 2, "(({0} != 0) and ({1} != 0))", loop="in")
+_op("logical_or", "map", 2, "(({0} != 0) or ({1} != 0))", loop="in")
+_op("logical_xor", "map", 2, "(({0} != 0) != ({1} != 0))", loop="in")
+_op("logical_not", "map", 1, "({0} == 0)", loop="in")
+_op("bitwise_and", "map", 2, "({0} & {1})")
+_op("bitwise_or", "map", 2, "({0} | {1})")
+_op("bitwise_xor", "map", 2, "({0} ^ {1})")
+_op("invert", "map", 1, by_dtype("(~{0})", "(~{0})", "(not {0})"), aliases=("bitwise_not",))
+_op("left_shift", "map", 2, lambda dt, a: f"_shl({a[0]}, {a[1]}, {dt.itemsize * 8})")
+_op("right_shift", "map", 2, lambda dt, a: f"_shr({a[0]}, {a[1]}, {dt.itemsize * 8})")
+# ---- selection ----------------------------------------------------------------------------
+_op("maximum", "map", 2, "({0} if ({0} >= {1} or {0} != {0}) else {1})")
+_op("minimum", "map", 2, "({0} if ({0} <= {1} or {0} != {0}) else {1})")
+_op("where", "map", 3, "({1} if {0} else {2})", ufunc=None, ref=np.where)
+_op("astype", "map", 1, "({0})", ufunc=None, ref=lambda a, dtype: np.asarray(a).astype(dtype))
+# ---- exponents, logarithms, roots, rounding ----------------------------------------------
+_ident_int = "({0})"
+for _n, _c in (("exp", 20), ("exp2", 20), ("expm1", 20), ("log", 20), ("log2", 20),
+               ("log10", 20), ("log1p", 20), ("sqrt", 4), ("cbrt", 20)):
+    _op(_n, "map", 1, f"np.{_n}({{0}})", cost=_c, float_tol=True)
+for _n in ("floor", "ceil", "trunc", "rint"):
+    _op(_n, "map", 1, by_dtype(_ident_int, f"np.{_n}({{0}})", _ident_int))
+_op("isnan", "map", 1, by_dtype("False", "np.isnan({0})", "False"), loop="in")
+_op("isinf", "map", 1, by_dtype("False", "np.isinf({0})", "False"), loop="in")
+_op("isfinite", "map", 1, by_dtype("True", "np.isfinite({0})", "True"), loop="in")
+# ---- trigonometric and hyperbolic ---------------------------------------------------------
+for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+           "arcsinh", "arccosh", "arctanh"):
+    _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True)
+_op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True)
+_op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
+
+
+# ---- reductions ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Reduction:
+    name: str
+    ref: Callable               # NumPy reference: ref(x, axis=..., keepdims=...)
+    init: Callable              # init(acc_dtype) -> expression
+    update: str                 # "acc = ..." with {acc}, {v}
+    combine: str                # partials combine, same form
+    needs_identity: bool = False  # an empty reduction has no identity: error at record time
+    cost: int = 1
+    float_tol: bool = True
+
+
+def _min_of(dt):
+    if dt == D.bool_:
+        return "False"
+    return "-np.inf" if D.is_float(dt) else str(np.iinfo(dt).min)
+
+
+def _max_of(dt):
+    if dt == D.bool_:
+        return "True"
+    return "np.inf" if D.is_float(dt) else str(np.iinfo(dt).max)
+
+
+REDUCTIONS: dict[str, Reduction] = {
+    "sum": Reduction("sum", np.sum, lambda dt: "0", "{acc} + {v}", "{acc} + {v}"),
+    "prod": Reduction("prod", np.prod, lambda dt: "1", "{acc} * {v}", "{acc} * {v}"),
+    "mean": Reduction("mean", np.mean, lambda dt: "0", "{acc} + {v}", "{acc} + {v}"),
+    "max": Reduction("max", np.max, _min_of,
+                     "({v} if ({v} > {acc} or {v} != {v}) else {acc})",
+                     "({v} if ({v} > {acc} or {v} != {v}) else {acc})", needs_identity=True,
+                     float_tol=False),
+    "min": Reduction("min", np.min, _max_of,
+                     "({v} if ({v} < {acc} or {v} != {v}) else {acc})",
+                     "({v} if ({v} < {acc} or {v} != {v}) else {acc})", needs_identity=True,
+                     float_tol=False),
+    "any": Reduction("any", np.any, lambda dt: "False", "({acc} or ({v} != 0))",
+                     "({acc} or {v})", float_tol=False),
+    "all": Reduction("all", np.all, lambda dt: "True", "({acc} and ({v} != 0))",
+                     "({acc} and {v})", float_tol=False),
+    # argmax/argmin carry (value, index); the renderer special-cases them
+    "argmax": Reduction("argmax", np.argmax, _min_of, "", "", needs_identity=True,
+                        float_tol=False),
+    "argmin": Reduction("argmin", np.argmin, _max_of, "", "", needs_identity=True,
+                        float_tol=False),
+}
+
+
+def reduction_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, accumulator dtype) of reduction ``name`` over dtype ``dt`` -- NumPy's."""
+    if name in ("argmax", "argmin"):
+        return D.int64, dt
+    if name in ("any", "all"):
+        return D.bool_, D.bool_
+    if name in ("max", "min"):
+        return dt, dt
+    out = np.dtype(getattr(np, name)(np.ones(1, dt)).dtype)
+    out = D.canonical(out)
+    acc = D.float64 if D.is_float(out) else out   # float32 sums accumulate in float64
+    return out, acc
+
+
+def map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, loop dtype) of map ``op`` over operands (dtypes or weak scalar kinds).
+
+    Raises TypeError (NumPy's own message) when NumPy has no loop for these dtypes."""
+    if op.name == "where":
+        res = D.result_type(*operands[1:])
+        return D.canonical(res), D.canonical(res)
+    out = D.canonical(D.ufunc_result(op.ufunc, operands))
+    if op.loop == "in":
+        loop = D.canonical(D.result_type(*operands)) if len(operands) > 1 else (
+            operands[0] if isinstance(operands[0], np.dtype) else D.default_dtype(operands[0]))
+        return out, loop
+    return out, out
+
+
+UFUNC_TO_OP = {}
+for _o in OPS.values():
+    if _o.ufunc:
+        UFUNC_TO_OP[_o.ufunc] = _o.name
+MAP_NAMES = tuple(OPS)
+REDUCTION_NAMES = tuple(REDUCTIONS)
+
+
+def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
+    t = op.numba
+    return t(loop_dtype, args) if callable(t) else t.format(*args)

@@ -1,0 +1,79 @@
+"""ProgGen: work-queue entries in, program sequence out (backward pass, forward pass,
+scheduling pass, code generation). Pure: it imports no device library."""
+from __future__ import annotations
+
+import sys
+
+from ..config import settings
+from . import analysis, fusion
+from .kernel import build_kernel
+from .sequence import Program, ProgramSequence
+
+RENDERERS = {}
+
+
+def _renderer(name):
+    if name not in RENDERERS:
+        if name == "numba":
+            from . import render_numba
+            RENDERERS[name] = render_numba.render
+    return RENDERERS[name]
+
+
+def kernel_program(ops, stored, space, axes, renderer="numba"):
+    k = build_kernel(ops, stored, space, axes or ())
+    inputs = [a.port for a in k.loads]
+    outputs = [a.port for a in k.stores] + list(k.reductions)
+    prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
+                   stored=frozenset(stored))
+    prog.source, prog.fn, prog.table, prog.partials = _renderer(renderer)(k)
+    return prog
+
+
+def generate(entries, backend_caps):
+    """Build the program sequence for a flush. ``backend_caps``: dict with 'fuse' (bool),
+    'renderer' ('numba' or None for one reference op per program), 'max_ops'."""
+    ports = analysis.collect(entries)
+    live, consumers, dead = analysis.backward(ports)
+    ops = [p for p in live if p.kind != "view"]
+    fuse = backend_caps.get("fuse", True) and settings.fusion
+    groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128))
+    stored = analysis.forward(live, consumers, gidx)
+    programs = []
+    for g in groups:
+        if g.kind == "intrinsic":
+            p = g.ops[0]
+            programs.append(Program("intrinsic", [p], list(p.inputs), [p]))
+        elif backend_caps.get("renderer") is None:
+            p = g.ops[0]
+            programs.append(Program("refop", [p], list(p.inputs), [p]))
+        else:
+            programs.append(kernel_program(g.ops, stored, g.space, g.axes,
+                                           backend_caps["renderer"]))
+    if settings.debug >= 3:
+        for g in groups:
+            print(f"[streamrt] fusion group {g}", file=sys.stderr)
+    return ProgramSequence(programs, dead, groups)
+
+
+def split(prog):
+    """A kernel that failed to compile, split in two halves (ports crossing the cut are stored)."""
+    ops = prog.ops
+    if len(ops) < 2:
+        return None
+    k = prog.kernel
+    half = len(ops) // 2
+    first, second = ops[:half], ops[half:]
+    ids2 = {p.id for p in second}
+    cross = set(prog.stored)
+    for p in second:
+        for i in p.inputs:
+            if i.id in {q.id for q in first}:
+                cross.add(i.id)
+    del ids2
+    out = []
+    for part in (first, second):
+        reds = [p for p in part if p.kind == "reduce"]
+        sp = k.space
+        out.append(kernel_program(part, cross, sp, k.axes if reds else (), "numba"))
+    return out

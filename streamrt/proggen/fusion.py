@@ -1,0 +1,76 @@
+"""ProgGen scheduling pass: live ops -> groups (fused kernels and non-fusible intrinsics), in an
+order where every group's inputs come from earlier groups."""
+from __future__ import annotations
+
+
+class Group:
+    __slots__ = ("kind", "space", "axes", "ops", "index")
+
+    def __init__(self, kind, space, axes, index):
+        self.kind, self.space, self.axes, self.ops, self.index = kind, space, axes, [], index
+
+    def __repr__(self):
+        return f"Group#{self.index}({self.kind} space={self.space} axes={self.axes} ops={[p.op for p in self.ops]})"
+
+
+def space_of(p):
+    return p.inputs[0].shape if p.kind == "reduce" else p.shape
+
+
+def axes_of(p):
+    return p.params[0] if p.kind == "reduce" else None
+
+
+def _accepts(g, p, max_ops):
+    if g.kind != "fused" or len(g.ops) >= max_ops:
+        return False
+    if space_of(p) != g.space:
+        return False
+    if p.kind == "reduce" and g.axes is not None and g.axes != axes_of(p):
+        return False
+    return True
+
+
+def schedule(ops, fuse=True, max_ops=128, lookback=8):
+    """Greedy fusion in recording order. A map or reduction joins the group of its latest
+    same-shape map producer (register passing), else the latest compatible group that comes
+    after all its producers; intrinsics and ops with nothing to join start a new group."""
+    groups, gidx = [], {}
+    for p in ops:
+        if p.kind == "view":
+            continue
+        if p.kind == "intrinsic" or not fuse:
+            g = Group("intrinsic" if p.kind == "intrinsic" else "fused", space_of(p),
+                      axes_of(p), len(groups))
+            groups.append(g)
+            g.ops.append(p)
+            gidx[p.id] = g.index
+            continue
+        strict_lo, soft = 0, -1
+        sp = space_of(p)
+        for i in p.inputs:
+            b = i.inputs[0] if i.kind == "view" else i
+            gi = gidx.get(b.id)
+            if gi is None:
+                continue
+            if i.kind != "view" and b.kind == "map" and i.shape == sp:
+                soft = max(soft, gi)
+            else:
+                strict_lo = max(strict_lo, gi + 1)
+        target = None
+        lo = max(strict_lo, soft)
+        if soft >= strict_lo and _accepts(groups[soft], p, max_ops):
+            target = groups[soft]
+        else:
+            for gi in range(len(groups) - 1, max(lo, len(groups) - lookback, 0) - 1, -1):
+                if _accepts(groups[gi], p, max_ops):
+                    target = groups[gi]
+                    break
+        if target is None:
+            target = Group("fused", sp, None, len(groups))
+            groups.append(target)
+        target.ops.append(p)
+        if p.kind == "reduce":
+            target.axes = axes_of(p)
+        gidx[p.id] = target.index
+    return groups, gidx

@@ -1,0 +1,33 @@
+"""Intrinsics: non-fusible ops (functional slice update, matmul) as host NumPy functions.
+Each takes (port, *input values) and returns the output value."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _key(k):
+    """Static index key (tuples of ('s', start, stop, step) / ('i', n) / None / Ellipsis)."""
+    out = []
+    for e in k:
+        if isinstance(e, tuple) and e and e[0] == "s":
+            out.append(slice(e[1], e[2], e[3]))
+        elif isinstance(e, tuple) and e and e[0] == "i":
+            out.append(e[1])
+        elif e == "...":
+            out.append(Ellipsis)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+def setitem(p, old, value):
+    out = np.array(old, copy=True)
+    out[_key(p.params[0])] = value
+    return out
+
+
+def matmul(p, a, b):
+    return np.matmul(a, b)
+
+
+INTRINSICS = {"setitem": setitem, "matmul": matmul}

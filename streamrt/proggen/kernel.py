@@ -1,0 +1,109 @@
+"""Kernel IR: a fused group of ops -> iteration space, collapsed loop dims, loads, stores and
+reductions, ready for a renderer. Pure: no device library is imported here."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..scheduler.workqueue import c_strides
+
+
+@dataclass
+class Access:
+    port: object          # the port read (may be a view) or written
+    role: str             # 'in' | 'out'
+    off: int              # element offset into the base buffer
+    kept: list            # strides over the collapsed kept dims
+    red: list             # strides over the collapsed reduced dims
+
+    @property
+    def base(self):
+        return self.port.base_view()[0] if self.role == "in" else self.port
+
+
+@dataclass
+class Kernel:
+    ops: list                       # ports in execution order (maps and reductions)
+    space: tuple                    # iteration shape (maps: their shape; reductions: input shape)
+    axes: tuple                     # reduced axes of the space (empty: a map-only kernel)
+    kept: list = field(default_factory=list)     # collapsed kept dim sizes (outer loops)
+    red: list = field(default_factory=list)      # collapsed reduced dim sizes (inner loops)
+    loads: list = field(default_factory=list)    # Access (role 'in')
+    stores: list = field(default_factory=list)   # Access (role 'out'), map outputs written
+    reductions: list = field(default_factory=list)  # reduce ports (their outputs are written)
+    scalars: list = field(default_factory=list)  # scalar ports: kernel parameters
+
+    @property
+    def is_reduction(self):
+        return bool(self.reductions)
+
+    @property
+    def elements(self):
+        return math.prod(self.space)
+
+
+def _space_strides(port, space):
+    """Element strides of ``port`` (broadcast to ``space``) over every dim of the space."""
+    _, off, st = port.base_view()
+    nd, pd = len(space), len(port.shape)
+    out = [0] * nd
+    for j in range(pd):
+        k = nd - pd + j
+        if port.shape[j] != 1:
+            out[k] = st[j]
+    return off, out
+
+
+def _collapse(sizes, stride_lists):
+    """Drop size-1 dims and merge neighbours that every access walks contiguously."""
+    dims = [(n, [s[i] for s in stride_lists]) for i, n in enumerate(sizes) if n != 1]
+    merged = []
+    for n, st in dims:
+        if merged:
+            pn, pst = merged[-1]
+            if all(ps == s * n for ps, s in zip(pst, st)):
+                merged[-1] = (pn * n, st)
+                continue
+        merged.append((n, st))
+    sizes2 = [n for n, _ in merged]
+    per_access = [[st[a] for _, st in merged] for a in range(len(stride_lists))]
+    return sizes2, per_access
+
+
+def build_kernel(ops, stores, space, axes):
+    """Kernel for ``ops`` (all sharing ``space``; reductions over ``axes``), writing ``stores``."""
+    inside = {p.id for p in ops}
+    loads, scalars, seen = [], [], set()
+    for p in ops:
+        for i in p.inputs:
+            if i.id in inside or i.id in seen:
+                continue
+            seen.add(i.id)
+            if i.kind == "scalar":
+                scalars.append(i)
+            else:
+                loads.append(i)
+    store_ports = [p for p in ops if p.kind == "map" and p.id in stores]
+    reductions = [p for p in ops if p.kind == "reduce"]
+    nd = len(space)
+    kept_ax = [d for d in range(nd) if d not in axes]
+    red_ax = list(axes)
+    raw = []   # (port, role, off, full strides)
+    for p in loads:
+        off, st = _space_strides(p, space)
+        raw.append((p, "in", off, st))
+    cs = c_strides(space)
+    for p in store_ports:
+        raw.append((p, "out", 0, list(cs)))
+    kept_sizes, kept_st = _collapse([space[d] for d in kept_ax], [[r[3][d] for d in kept_ax] for r in raw])
+    red_sizes, red_st = _collapse([space[d] for d in red_ax], [[r[3][d] for d in red_ax] for r in raw])
+    if not axes and not kept_sizes:
+        kept_sizes, kept_st = [1], [[0] for _ in raw]
+    if axes and not red_sizes:
+        red_sizes, red_st = [1], [[0] for _ in raw]
+    k = Kernel(list(ops), tuple(space), tuple(axes), kept_sizes, red_sizes, scalars=scalars,
+               reductions=reductions)
+    for i, (p, role, off, _) in enumerate(raw):
+        a = Access(p, role, off, kept_st[i] if kept_sizes else [], red_st[i] if axes else [])
+        (k.loads if role == "in" else k.stores).append(a)
+    return k

@@ -1,0 +1,1 @@
+"""Scheduling: work queue -> C-Scheduler -> E-Scheduler (pending-operation table, flow control)."""

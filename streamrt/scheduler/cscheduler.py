@@ -1,0 +1,81 @@
+"""C-Scheduler: decides when the work queue is compiled (a read, a queue-length threshold, a
+hint, ps.sync()), hands it to ProgGen and submits the program sequence to the E-Scheduler
+under flow control."""
+from __future__ import annotations
+
+import sys
+import threading
+
+from .. import proggen, stats
+from ..config import settings
+from ..executors import registry
+from . import escheduler as es_mod
+from .flow import Flow
+from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
+
+_flow = None
+_flow_lock = threading.Lock()
+
+
+def flow() -> Flow:
+    global _flow
+    with _flow_lock:
+        if _flow is None:
+            _flow = Flow(settings.max_inflight)
+        return _flow
+
+
+def flush(queue=None, reason="sync"):
+    """Compile and submit everything recorded in ``queue`` (default: this thread's)."""
+    q = queue if queue is not None else current_queue()
+    with q.lock:
+        entries = q.take()
+        if not entries:
+            return None
+        executor = registry.get()
+        seq = proggen.generate(entries, executor.caps)
+        written = set()
+        for prog in seq.programs:
+            for p in prog.outputs:
+                written.add(p.id)
+                p.state = SUBMITTED
+        for e in entries:
+            if e[0] == "compute":
+                p = e[1]
+                if p.state == NEW and p.kind == "view":
+                    p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+                elif p.state == NEW:
+                    p.state = DEAD          # dead or fused away: never written to memory
+        stats.add("flushes")
+        if settings.debug >= 1:
+            nk = sum(1 for p in seq.programs if p.kind == "kernel")
+            print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
+                  f"programs ({nk} kernels)", file=sys.stderr)
+        f = flow()
+        f.acquire()
+        es_mod.get(f).submit(seq, executor)
+        return seq
+
+
+def ensure(port):
+    """Make ``port`` computed (flushing its queue if needed); raise its error if it failed."""
+    base = port.inputs[0] if port.kind == "view" else port
+    if base.state == NEW:
+        flush(base.queue, reason="read")
+    if base.state == SUBMITTED:
+        es_mod.get(flow()).wait(base)
+    if port.kind == "view" and port.state == SUBMITTED:
+        port.state = base.state
+        port.error = base.error
+    if base.state == FAILED:
+        raise base.error
+    if base.state == DEAD:
+        raise RuntimeError(f"internal error: {port} was released before it was read")
+
+
+def sync():
+    """Flush this thread's work queue and wait until everything submitted has run."""
+    flush(reason="sync")
+    f = flow()
+    with f.cond:
+        f.cond.wait_for(lambda: f.inflight == 0)

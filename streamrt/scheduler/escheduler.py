@@ -1,0 +1,148 @@
+"""E-Scheduler: its own thread and message queue. Program sequences in, launches out: it
+allocates output buffers, enters outputs in the pending-operation table, launches ready
+programs, parks the others, and on each completion callback retries what was parked."""
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+
+from .. import stats
+from ..frontend.errors import ExecutionError
+from .pending import PendingTable
+from .workqueue import DONE, FAILED, SUBMITTED
+
+
+class EScheduler:
+    def __init__(self, flow=None):
+        self.q = queue.SimpleQueue()
+        self.table = PendingTable()
+        self.cond = threading.Condition()
+        self.flow = flow
+        self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
+        self.thread.start()
+        self.launch_log = None     # tests may set a list: program launch order
+
+    # ---- application side ----------------------------------------------------------------
+    def submit(self, seq, executor):
+        stats.add("sequences_submitted")
+        self.q.put(("submit", seq, executor))
+
+    def wait(self, port):
+        """Block until ``port`` is computed or failed (no busy-waiting)."""
+        if port.state == SUBMITTED:
+            with self.cond:
+                self.cond.wait_for(lambda: port.state != SUBMITTED)
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.q.put(("stop",))
+            self.thread.join(timeout=10)
+
+    # ---- the thread ----------------------------------------------------------------------
+    def _loop(self):
+        while True:
+            msg = self.q.get()
+            kind = msg[0]
+            try:
+                if kind == "submit":
+                    self._submit(msg[1], msg[2])
+                elif kind == "complete":
+                    self._complete(msg[1], msg[2])
+                elif kind == "stop":
+                    return
+            except BaseException as e:  # noqa: BLE001 - never let the scheduler thread die
+                if kind == "submit":
+                    for prog in msg[1].programs:
+                        self._finish(prog, e)
+                else:
+                    self._finish(msg[1], e)
+
+    def _submit(self, seq, executor):
+        for prog in seq.programs:
+            prog.seq = seq
+            prog.executor = executor
+            for p in prog.outputs:
+                self.table.add(p)
+        if not seq.programs:
+            self._seq_done(seq)
+        for prog in seq.programs:
+            self._try(prog)
+
+    def _try(self, prog):
+        for dep in prog.deps():
+            if dep.state == FAILED:
+                self._finish(prog, dep.error)
+                return
+            if dep.state != DONE:
+                if self.table.pending(dep):
+                    self.table.park(prog, dep)
+                    return
+                # a port of another thread's queue not flushed yet cannot occur: the read
+                # that created this program flushed its inputs' queues first.
+        ex = prog.executor
+        for p in prog.outputs:
+            if p.value is None:
+                p.value = ex.alloc(p.shape, p.dtype)
+        if self.launch_log is not None:
+            self.launch_log.append(prog)
+        ex.submit(prog, self._on_done)
+
+    def _on_done(self, prog, err, seconds):
+        """Completion callback, called on the executor's thread."""
+        self.q.put(("complete", prog, err))
+
+    def _complete(self, prog, err):
+        self._finish(prog, err)
+
+    def _finish(self, prog, err):
+        if err is not None and not isinstance(err, ExecutionError):
+            sites = "\n  ".join(str(s) for s in prog.sites()) or "(unknown)"
+            err = ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
+                                 f"recorded at:\n  {sites}")
+        retry = []
+        with self.cond:
+            for p in prog.outputs:
+                if err is None:
+                    p.state = DONE
+                    if p.kind != "view":
+                        p.inputs = ()
+                else:
+                    p.state = FAILED
+                    p.error = err
+                    p.value = None
+                retry.extend(self.table.complete(p))
+            self.cond.notify_all()
+        for r in retry:
+            self._try(r)
+        seq = prog.seq
+        if seq is not None:
+            seq.remaining -= 1
+            if seq.remaining == 0:
+                self._seq_done(seq)
+
+    def _seq_done(self, seq):
+        seq.programs = []
+        if self.flow is not None:
+            self.flow.release()
+
+
+_instance = None
+_lock = threading.Lock()
+
+
+def get(flow=None) -> EScheduler:
+    global _instance
+    with _lock:
+        if _instance is None:
+            _instance = EScheduler(flow)
+            atexit.register(shutdown)
+        return _instance
+
+
+def shutdown():
+    from ..executors import registry
+    if _instance is not None:
+        _instance.stop()
+    for ex in registry.all_instances():
+        ex.stop()

@@ -1,0 +1,125 @@
+"""IR ports and the per-thread work queue: compute, release and hint entries, each with a call site."""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from .. import stats
+
+_ids = itertools.count(1)
+
+# Port states
+NEW, SUBMITTED, DONE, FAILED, DEAD = range(5)
+
+
+def c_strides(shape):
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= s
+    return tuple(reversed(st))
+
+
+class Port:
+    """One IR node: the output of one recorded op (immutable description + its runtime state).
+
+    kind: 'const' (host data), 'scalar' (a kernel parameter), 'map', 'reduce', 'view',
+    'intrinsic'. ``params`` holds the static arguments the generated code specialises on."""
+
+    __slots__ = ("id", "kind", "op", "dtype", "shape", "inputs", "params", "site", "queue",
+                 "value", "state", "error", "nrefs", "scalar", "loop_dtype", "__weakref__")
+
+    def __init__(self, kind, op, dtype, shape, inputs=(), params=(), site=None, queue=None,
+                 value=None, scalar=None, loop_dtype=None):
+        self.id = next(_ids)
+        self.kind = kind
+        self.op = op
+        self.dtype = dtype
+        self.shape = shape
+        self.inputs = inputs
+        self.params = params
+        self.site = site
+        self.queue = queue
+        self.value = value
+        self.scalar = scalar
+        self.loop_dtype = loop_dtype
+        self.error = None
+        self.nrefs = 0
+        self.state = DONE if kind in ("const", "scalar") else NEW
+
+    # ---- views ---------------------------------------------------------------------------
+    def base_view(self):
+        """(base port, element offset, element strides) through which this port is read."""
+        if self.kind == "view":
+            off, st = self.params
+            return self.inputs[0], off, st
+        return self, 0, c_strides(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @property
+    def released(self):
+        return self.nrefs <= 0
+
+    def host_value(self):
+        """The computed value as an ndarray (views are built over the base's buffer)."""
+        if self.kind == "view":
+            base, off, st = self.base_view()
+            flat = base.value.reshape(-1)
+            it = flat.itemsize
+            if self.size == 0:
+                return np.empty(self.shape, self.dtype)
+            return np.lib.stride_tricks.as_strided(flat[off:], self.shape, [s * it for s in st])
+        return self.value
+
+    def __repr__(self):
+        return f"Port#{self.id}({self.kind}:{self.op} {self.dtype}{list(self.shape)})"
+
+
+class WorkQueue:
+    """The recorded-but-not-yet-scheduled entries of one application thread."""
+
+    def __init__(self):
+        self.entries = []          # ('compute', port) | ('release', port) | ('hint', what, site)
+        self.lock = threading.RLock()
+        self.pending_computes = 0
+
+    def compute(self, port):
+        with self.lock:
+            self.entries.append(("compute", port))
+            self.pending_computes += 1
+        stats.add("ops_recorded")
+        return self.pending_computes
+
+    def release(self, port):
+        with self.lock:
+            if self.pending_computes:
+                self.entries.append(("release", port))
+
+    def hint(self, what, site):
+        with self.lock:
+            self.entries.append(("hint", what, site))
+
+    def take(self):
+        with self.lock:
+            e, self.entries = self.entries, []
+            self.pending_computes = 0
+            return e
+
+    def __len__(self):
+        return len(self.entries)
+
+
+_local = threading.local()
+
+
+def current_queue() -> WorkQueue:
+    q = getattr(_local, "q", None)
+    if q is None:
+        q = _local.q = WorkQueue()
+    return q

@@ -1,0 +1,30 @@
+"""Runtime counters: what ps.runtime_stats() returns and ps.reset_stats() zeroes."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+_lock = threading.Lock()
+_c: Counter = Counter()
+
+KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels_launched",
+        "intrinsics_launched", "sequences_submitted", "flushes", "bytes_allocated",
+        "buffers_allocated", "kernel_splits", "fallbacks", "fallback_to_reference")
+
+
+def add(key: str, n: int = 1) -> None:
+    with _lock:
+        _c[key] += n
+
+
+def runtime_stats() -> dict:
+    """A snapshot of the counters (all keys present, zero if nothing happened)."""
+    with _lock:
+        d = {k: 0 for k in KEYS}
+        d.update(_c)
+        return d
+
+
+def reset_stats() -> None:
+    with _lock:
+        _c.clear()
