@@ -109,7 +109,7 @@ def render(k):
     src = _Src()
     bufs = [f"a{i}" for i in range(len(accesses))]
     scal = [f"p{i}" for i in range(len(k.scalars))]
-    routs = [f"r{i}" for i in range(len(k.reductions))]
+    routs = [f"ro{i}" for i in range(len(k.reductions))]
     parts = []
     partial_spec = []
     for j, p in enumerate(k.reductions):
@@ -216,11 +216,11 @@ def render(k):
         for j, p in enumerate(k.reductions):
             _, _, out_dt, acc_dt = reduce_params(p)
             if p.op in ("argmax", "argmin"):
-                src(2, f"r{j}[kk] = acci{j} if acci{j} >= 0 else 0")
+                src(2, f"ro{j}[kk] = acci{j} if acci{j} >= 0 else 0")
             elif p.op == "mean":
-                src(2, f"r{j}[kk] = {npname(out_dt)}(acc{j} / rtot)")
+                src(2, f"ro{j}[kk] = {npname(out_dt)}(acc{j} / rtot)")
             else:
-                src(2, f"r{j}[kk] = {cast(f'acc{j}', acc_dt, out_dt)}")
+                src(2, f"ro{j}[kk] = {cast(f'acc{j}', acc_dt, out_dt)}")
         pi += 1
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
