@@ -52,6 +52,8 @@ def numba_kernel(source: str, fn: str, device: str = "cpu"):
         name = f"streamrt_k_{key}"
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
+        # Numba's cache unpickles references to the defining module by name.
+        sys.modules[name] = mod
         spec.loader.exec_module(mod)
         d = getattr(mod, fn)
         _mem[key] = d
