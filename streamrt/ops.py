@@ -56,7 +56,8 @@ _op("multiply", "map", 2, by_dtype("({0} * {1})", "({0} * {1})", "({0} and {1})"
 _op("divide", "map", 2, "({0} / {1})", ufunc="divide", ref=np.true_divide, aliases=("true_divide",))
 _op("floor_divide", "map", 2, by_dtype("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})"))
 _op("remainder", "map", 2, by_dtype("_imod({0}, {1})", "_fmod({0}, {1})"), aliases=("mod",))
-_op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})"), cost=20, float_tol=True)
+_op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})"), cost=20, float_tol=True,
+    aliases=("pow",))
 _op("negative", "map", 1, "(-{0})")
 _op("positive", "map", 1, "({0})")
 _op("absolute", "map", 1, by_dtype("abs({0})", "abs({0})", "({0})"), aliases=("abs",))
@@ -75,12 +76,16 @@ _op("logical_not", "map", 1, "({0} == 0)", loop="in")
 _op("bitwise_and", "map", 2, "({0} & {1})")
 _op("bitwise_or", "map", 2, "({0} | {1})")
 _op("bitwise_xor", "map", 2, "({0} ^ {1})")
-_op("invert", "map", 1, by_dtype("(~{0})", "(~{0})", "(not {0})"), aliases=("bitwise_not",))
-_op("left_shift", "map", 2, lambda dt, a: f"_shl({a[0]}, {a[1]}, {dt.itemsize * 8})")
-_op("right_shift", "map", 2, lambda dt, a: f"_shr({a[0]}, {a[1]}, {dt.itemsize * 8})")
+_op("invert", "map", 1, by_dtype("(~{0})", "(~{0})", "(not {0})"), aliases=("bitwise_not", "bitwise_invert"))
+_op("left_shift", "map", 2, lambda dt, a: f"_shl({a[0]}, {a[1]}, {dt.itemsize * 8})",
+    aliases=("bitwise_left_shift",))
+_op("right_shift", "map", 2, lambda dt, a: f"_shr({a[0]}, {a[1]}, {dt.itemsize * 8})",
+    aliases=("bitwise_right_shift",))
 # ---- selection ----------------------------------------------------------------------------
 _op("maximum", "map", 2, "({0} if ({0} >= {1} or {0} != {0}) else {1})")
 _op("minimum", "map", 2, "({0} if ({0} <= {1} or {0} != {0}) else {1})")
+_op("fmax", "map", 2, "({0} if ({0} >= {1} or {1} != {1}) else {1})")
+_op("fmin", "map", 2, "({0} if ({0} <= {1} or {1} != {1}) else {1})")
 _op("where", "map", 3, "({1} if {0} else {2})", ufunc=None, ref=np.where)
 _op("astype", "map", 1, "({0})", ufunc=None, ref=lambda a, dtype: np.asarray(a).astype(dtype))
 # ---- exponents, logarithms, roots, rounding ----------------------------------------------
@@ -96,8 +101,9 @@ _op("isfinite", "map", 1, by_dtype("True", "np.isfinite({0})", "True"), loop="in
 # ---- trigonometric and hyperbolic ---------------------------------------------------------
 for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
            "arcsinh", "arccosh", "arctanh"):
-    _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True)
-_op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True)
+    _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True,
+        aliases=(_n.replace("arc", "a"),) if _n.startswith("arc") else ())
+_op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True, aliases=("atan2",))
 _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
 
 

@@ -9,7 +9,8 @@ _c: Counter = Counter()
 
 KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels_launched",
         "intrinsics_launched", "sequences_submitted", "flushes", "bytes_allocated",
-        "buffers_allocated", "kernel_splits", "fallbacks", "fallback_to_reference")
+        "buffers_allocated", "kernel_splits", "fallbacks", "fallback_to_reference",
+        "disk_cache_rejected")
 
 
 def add(key: str, n: int = 1) -> None:

@@ -60,6 +60,17 @@ def numba_kernel(source: str, fn: str, device: str = "cpu"):
         return d, True
 
 
+def recompile_uncached(source: str, fn: str, stale):
+    """Replace a dispatcher whose on-disk entry could not be loaded by one compiled without
+    the disk cache (the entry is rewritten the next time this source is generated)."""
+    import numba
+    d = numba.njit(parallel=True, nogil=True, error_model="numpy")(stale.py_func)
+    key = keys.program_key("numba", "cpu", source)
+    with _lock:
+        _mem[key] = d
+    return d
+
+
 def note_first_call(dispatcher):
     """Count whether the first call compiled or loaded from Numba's on-disk cache."""
     st = dispatcher.stats

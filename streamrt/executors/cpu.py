@@ -42,6 +42,11 @@ def chunks_for(K, R0):
     return int(max(1, min(want, R0 // 4096)))
 
 
+def _is_compile_error(e):
+    from numba.core import errors
+    return isinstance(e, (errors.TypingError, errors.LoweringError, errors.UnsupportedError))
+
+
 class CPUExecutor(Executor):
     name = "cpu"
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
@@ -106,7 +111,15 @@ class CPUExecutor(Executor):
                 args.append(np.empty(K * C, dt))
             args.append(C)
         first = id(d) not in self._called
-        d(*args)
+        try:
+            d(*args)
+        except Exception as e:  # noqa: BLE001
+            if not first or _is_compile_error(e):
+                raise
+            # a stale or unreadable on-disk entry: compile afresh in memory (counted)
+            stats.add("disk_cache_rejected")
+            d = program_cache.recompile_uncached(prog.source, prog.fn, d)
+            d(*args)
         if first:
             self._called.add(id(d))
             program_cache.note_first_call(d)

@@ -19,8 +19,18 @@ from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, Strea
 
 
 # ---- recording helpers --------------------------------------------------------------------
+def _foreign_inputs(port, q):
+    """Inputs recorded by another thread and not yet scheduled are submitted now, from their
+    own queue, so this thread's program sees them as computed (or in-flight) buffers."""
+    for inp in port.inputs:
+        base = inp.inputs[0] if inp.kind == "view" else inp
+        if base.state == 0 and base.queue is not None and base.queue is not q:
+            cscheduler.flush(base.queue, reason="cross-thread")
+
+
 def _enqueue(port):
     q = current_queue()
+    _foreign_inputs(port, q)
     port.queue = q
     n = q.compute(port)
     if n >= settings.queue_threshold:
@@ -103,6 +113,13 @@ def record_map(name, *args, site=None):
                     raise record_error(StreamrtOverflowError, f"Python integer {p.scalar} out of "
                                        f"bounds for {w}", site)
             p.dtype = w
+    if name == "power" and D.is_int(loop_dt) and ports[1].kind in ("scalar", "const") \
+            and ports[1].size == 1 and ports[1].shape == ():
+        from ..executors.base import ref_value
+        e = ref_value(ports[1]) if ports[1].kind == "scalar" else ports[1].value
+        if int(np.asarray(e)) < 0:
+            raise record_error(ValueError, "Integers to negative integer powers are not "
+                               "allowed.", site)
     if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
         # constant folding: every operand is a known scalar
         from ..executors.base import ref_value
@@ -437,6 +454,7 @@ class Array:
         old = self._port
         newp = Port("intrinsic", "setitem", old.dtype, old.shape, (old, v),
                     (_static_key(key),), site)
+        _foreign_inputs(newp, current_queue())
         newp.queue = current_queue()
         newp.queue.compute(newp)
         newp.nrefs += 1
