@@ -36,6 +36,10 @@ FLAGS = {
                            "Largest number of ops ProgGen fuses into one kernel", in_key=True),
     "max_inflight": Flag("STREAMRT_MAX_INFLIGHT", 32, int,
                          "Flow control: program sequences in flight before the application blocks"),
+    "trace_cache": Flag("STREAMRT_TRACE_CACHE", True, _bool,
+                        "Re-use the program sequence of a repeated trace (0: ProgGen at every flush)"),
+    "trace_cache_size": Flag("STREAMRT_TRACE_CACHE_SIZE", 1024, int,
+                             "Traces kept in the trace cache (LRU; at most 16 per first call site)"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
 }
@@ -58,11 +62,21 @@ class Settings(threading.local):
         flag = FLAGS.get(item)
         if flag is None:
             raise AttributeError(f"unknown streamrt setting {item!r}; known: {sorted(FLAGS)}")
-        raw = os.environ.get(flag.name)
-        return flag.default if raw in (None, "") else flag.parse(raw)
+        v = _ENV.get(item, _MISSING)
+        if v is _MISSING:
+            raw = os.environ.get(flag.name)
+            v = _ENV[item] = flag.default if raw in (None, "") else flag.parse(raw)
+        return v
 
 
+_MISSING = object()
+_ENV: dict[str, Any] = {}      # values read from the environment (once; see reload())
 _GLOBAL: dict[str, Any] = {}
+
+
+def reload():
+    """Read the STREAMRT_* environment variables again (they are read once, on first use)."""
+    _ENV.clear()
 settings = Settings()
 
 

@@ -16,3 +16,53 @@ def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
+
+
+# ---- trace keys -----------------------------------------------------------------------------
+# One small entry per work-queue compute entry, built when the op is recorded. Inputs are
+# numbered by first occurrence within the key, so the same code run on new arrays gives the
+# same key; scalar *values* are kernel parameters and never enter it.
+
+def _hashable(params):
+    try:
+        hash(params)
+        return params
+    except TypeError:
+        return repr(params)
+
+
+def _external(port, num, kports):
+    """Descriptor of a port this trace reads but did not compute (numbered on first use)."""
+    num[port.id] = len(kports)
+    kports.append(port)
+    kind = port.kind
+    if kind == "scalar":
+        return ("S", port.dtype, port.params)
+    if kind == "view":
+        base = port.inputs[0]
+        b = num.get(base.id)
+        if b is None:
+            b = _external(base, num, kports)
+        return ("V", port.dtype, port.shape, port.params, b)
+    return ("X", port.dtype, port.shape)
+
+
+def trace_entry(port, num, kports):
+    """The key entry of one recorded op; assigns numbers to its new inputs and to itself."""
+    ins = []
+    for i in port.inputs:
+        n = num.get(i.id)
+        ins.append(n if n is not None else _external(i, num, kports))
+    num[port.id] = len(kports)
+    kports.append(port)
+    s = port.site
+    # id(code): the cached template keeps the code object alive (through its call sites), so
+    # the id cannot be reused while the key is cached; hashing a code object is much slower.
+    return (id(s.code), s.lasti, port.kind, port.op, _hashable(port.params), port.dtype,
+            port.shape, port.loop_dtype, tuple(ins))
+
+
+def settings_key(backend: str) -> tuple:
+    """The settings that change generated code (part of every trace and macro key)."""
+    from ..config import FLAGS, settings
+    return (backend,) + tuple(getattr(settings, k) for k, f in FLAGS.items() if f.in_key)

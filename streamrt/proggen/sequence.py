@@ -70,3 +70,68 @@ class ProgramSequence:
         self.remaining = len(programs)
         self.groups = groups
         self.on_done = None
+
+
+# ---- templates: a program sequence with its ports replaced by key numbers --------------------
+# The trace and macro caches keep templates, not sequences: a template holds no port (so no
+# buffer stays alive through a cache) and is instantiated for new ports in one pass.
+
+class Template:
+    __slots__ = ("programs", "dead", "n", "sites")
+
+    def __init__(self, programs, dead, n, sites):
+        self.programs, self.dead, self.n, self.sites = programs, dead, n, sites
+
+
+def to_template(seq, kports):
+    """The template of ``seq`` over the numbered ports ``kports``; None if ``seq`` refers to a
+    port outside them (then the trace is not cached)."""
+    from .kernel import Access, Kernel  # noqa: F401
+    num = {p.id: i for i, p in enumerate(kports)}
+
+    def ix(ps):
+        return tuple(num[p.id] for p in ps)
+
+    try:
+        progs = []
+        for pr in seq.programs:
+            k = pr.kernel
+            kt = None
+            if k is not None:
+                kt = (ix(k.ops), k.space, k.axes, k.kept, k.red,
+                      tuple((num[a.port.id], a.role, a.off, a.kept, a.red) for a in k.loads),
+                      tuple((num[a.port.id], a.role, a.off, a.kept, a.red) for a in k.stores),
+                      ix(k.reductions), ix(k.scalars))
+            stored = tuple(num[i] for i in pr.stored if i in num)
+            progs.append((pr.kind, ix(pr.ops), ix(pr.inputs), ix(pr.outputs), stored, kt,
+                          pr.source, pr.fn, pr.table, pr.partials, pr.weights))
+        dead = ix(seq.dead)
+    except KeyError:
+        return None
+    return Template(tuple(progs), dead, len(kports), [p.site for p in kports])
+
+
+def instantiate(t, ports):
+    """A fresh ProgramSequence for ``ports`` (numbered as the template's were)."""
+    from .kernel import Access, Kernel
+    programs = []
+    for kind, ops, ins, outs, stored, kt, source, fn, table, partials, w in t.programs:
+        pr = Program.__new__(Program)
+        pr.kind = kind
+        pr.ops = [ports[i] for i in ops]
+        pr.inputs = [ports[i] for i in ins]
+        pr.outputs = [ports[i] for i in outs]
+        pr.stored = frozenset(ports[i].id for i in stored)
+        if kt is not None:
+            kops, space, axes, kept, red, loads, stores, reds, scal = kt
+            pr.kernel = Kernel([ports[i] for i in kops], space, axes, kept, red,
+                               [Access(ports[i], r, o, a, b) for i, r, o, a, b in loads],
+                               [Access(ports[i], r, o, a, b) for i, r, o, a, b in stores],
+                               [ports[i] for i in reds], [ports[i] for i in scal])
+        else:
+            pr.kernel = None
+        pr.source, pr.fn, pr.table, pr.partials, pr.weights = source, fn, table, partials, w
+        pr.seq = None
+        pr.executor = None
+        programs.append(pr)
+    return ProgramSequence(programs, [ports[i] for i in t.dead])

@@ -7,6 +7,8 @@ import sys
 import threading
 
 from .. import proggen, stats
+from ..caches import keys, macro_cache, trace_cache
+from ..proggen import sequence
 from ..config import settings
 from ..executors import registry
 from . import escheduler as es_mod
@@ -25,15 +27,40 @@ def flow() -> Flow:
         return _flow
 
 
-def flush(queue=None, reason="sync"):
+def _program_sequence(entries, kparts, kports, executor, macro_key=None):
+    """The program sequence for a flush: a trace-cache (or macro-cache) hit instantiates the
+    cached template; a miss runs ProgGen and caches the template."""
+    cache = macro_cache.get() if macro_key is not None else trace_cache.get()
+    use = kparts is not None and (macro_key is not None or settings.trace_cache)
+    if use and kparts:
+        released = tuple(p.nrefs <= 0 for p in kports if p.state == NEW)
+        key = (keys.settings_key(executor.name), tuple(kparts), released, macro_key)
+        t = cache.lookup(key)
+        if t is not None:
+            cache.note(True)
+            return sequence.instantiate(t, kports)
+        esites = [e[1].site for e in entries if e[0] == "compute"]
+        if settings.debug >= 1:
+            print(f"[streamrt] {cache.name} miss: {cache.explain_miss(key, esites)}",
+                  file=sys.stderr)
+        cache.note(False)
+        seq = proggen.generate(entries, executor.caps)
+        t = sequence.to_template(seq, kports)
+        if t is not None:
+            cache.insert(key, t, esites)
+        return seq
+    return proggen.generate(entries, executor.caps)
+
+
+def flush(queue=None, reason="sync", macro_key=None):
     """Compile and submit everything recorded in ``queue`` (default: this thread's)."""
     q = queue if queue is not None else current_queue()
     with q.lock:
-        entries = q.take()
+        entries, kparts, kports = q.take_trace()
         if not entries:
             return None
         executor = registry.get()
-        seq = proggen.generate(entries, executor.caps)
+        seq = _program_sequence(entries, kparts, kports, executor, macro_key)
         written = set()
         for prog in seq.programs:
             for p in prog.outputs:

@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from .. import stats
+from ..caches import keys
 
 _ids = itertools.count(1)
 
@@ -82,17 +83,27 @@ class Port:
 
 
 class WorkQueue:
-    """The recorded-but-not-yet-scheduled entries of one application thread."""
+    """The recorded-but-not-yet-scheduled entries of one application thread, and the trace
+    key accumulated alongside them (one key entry per compute entry, see caches/keys.py)."""
 
     def __init__(self):
         self.entries = []          # ('compute', port) | ('release', port) | ('hint', what, site)
         self.lock = threading.RLock()
         self.pending_computes = 0
+        self.keyparts = []         # trace-key entries, one per compute entry
+        self.kports = []           # ports numbered by the key (first occurrence order)
+        self.num = {}              # port id -> number in kports
+        self.recording = None      # the macro recording in progress on this queue, if any
 
     def compute(self, port):
         with self.lock:
             self.entries.append(("compute", port))
             self.pending_computes += 1
+            if self.keyparts is not None:
+                try:
+                    self.keyparts.append(keys.trace_entry(port, self.num, self.kports))
+                except Exception:  # noqa: BLE001 - an unkeyable op: this flush is not cached
+                    self.keyparts = None
         stats.add("ops_recorded")
         return self.pending_computes
 
@@ -106,10 +117,15 @@ class WorkQueue:
             self.entries.append(("hint", what, site))
 
     def take(self):
+        return self.take_trace()[0]
+
+    def take_trace(self):
+        """(entries, key entries or None, numbered ports) -- and an empty queue."""
         with self.lock:
-            e, self.entries = self.entries, []
+            out = (self.entries, self.keyparts, self.kports)
+            self.entries, self.keyparts, self.kports, self.num = [], [], [], {}
             self.pending_computes = 0
-            return e
+            return out
 
     def __len__(self):
         return len(self.entries)
