@@ -15,7 +15,9 @@ from .frontend.array import Array, broadcast_to as _bt  # noqa: F401
 from .frontend.creation import *  # noqa: F401,F403
 from .frontend.creation import __all__ as _creation_all
 from .frontend.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
-                              ShapeError, StreamrtAxisError, StreamrtError)
+                              MacroError, ShapeError, StreamrtAxisError, StreamrtError,
+                              StreamrtOverflowError)
+from .frontend.macro import Macro, macro, macro_section  # noqa: F401
 from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
 from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
@@ -60,11 +62,28 @@ def hint_read(*arrays):
             cscheduler.flush(base.queue, reason="hint")
 
 
+def clear_caches(disk: bool = False):
+    """Empty the trace, macro and in-memory program caches (``disk=True``: also delete the
+    compiled kernels under STREAMRT_CACHE_DIR)."""
+    from .caches import macro_cache, program_cache, trace_cache
+    sync()
+    trace_cache.get().clear()
+    macro_cache.get().clear()
+    program_cache.clear_memory(disk=disk)
+
+
+def cache_info() -> dict:
+    """Sizes and bounds of the three caches."""
+    from .caches import macro_cache, program_cache, trace_cache
+    return {"trace": trace_cache.get().info(), "macro": macro_cache.get().info(),
+            "program": program_cache.cache_info()}
+
+
 def is_lazy(x) -> bool:
     return isinstance(x, Array)
 
 
 __all__ = list(_creation_all) + list(_math_all) + [
-    "Array", "ndarray", "sync", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
+    "Array", "ndarray", "sync", "macro", "macro_section", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]

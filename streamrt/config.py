@@ -40,44 +40,65 @@ FLAGS = {
                         "Re-use the program sequence of a repeated trace (0: ProgGen at every flush)"),
     "trace_cache_size": Flag("STREAMRT_TRACE_CACHE_SIZE", 1024, int,
                              "Traces kept in the trace cache (LRU; at most 16 per first call site)"),
+    "inline_elements": Flag("STREAMRT_INLINE_ELEMENTS", 1 << 16, int,
+                            "Sequences up to this many elements run on the calling thread when "
+                            "nothing is in flight (0: always asynchronous)"),
+    "serial_elements": Flag("STREAMRT_SERIAL_ELEMENTS", 1 << 15, int,
+                            "Kernels over at most this many elements run single-threaded"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
 }
 
 
 class Settings(threading.local):
-    """Current values. Read once from the environment; override with ``ps.config.set`` or ``with``."""
+    """Current values. Read from the environment once; override with ``ps.config.set`` (all
+    threads) or ``with ps.config.override(...)`` (this thread). Resolved values are kept as
+    plain attributes of the per-thread instance, so a read is one attribute lookup."""
 
     def __init__(self):
         self._overrides: dict[str, Any] = {}
+        _thread_dicts.append(self.__dict__)
 
-    def __getattr__(self, item):
+    def __getattr__(self, item):       # only called when the value is not cached yet
         if item.startswith("_"):
             raise AttributeError(item)
-        ov = self.__dict__.get("_overrides", {})
-        if item in ov:
-            return ov[item]
-        if item in _GLOBAL:
-            return _GLOBAL[item]
         flag = FLAGS.get(item)
         if flag is None:
             raise AttributeError(f"unknown streamrt setting {item!r}; known: {sorted(FLAGS)}")
-        v = _ENV.get(item, _MISSING)
-        if v is _MISSING:
-            raw = os.environ.get(flag.name)
-            v = _ENV[item] = flag.default if raw in (None, "") else flag.parse(raw)
+        ov = self.__dict__.get("_overrides", {})
+        if item in ov:
+            v = ov[item]
+        elif item in _GLOBAL:
+            v = _GLOBAL[item]
+        else:
+            v = _ENV.get(item, _MISSING)
+            if v is _MISSING:
+                raw = os.environ.get(flag.name)
+                v = _ENV[item] = flag.default if raw in (None, "") else flag.parse(raw)
+        self.__dict__[item] = v
         return v
 
 
 _MISSING = object()
 _ENV: dict[str, Any] = {}      # values read from the environment (once; see reload())
 _GLOBAL: dict[str, Any] = {}
+_thread_dicts: list = []       # every thread's cached values (invalidated by set/reload)
+
+
+def _invalidate(names=None):
+    for d in list(_thread_dicts):
+        for k in list(d):
+            if k != "_overrides" and (names is None or k in names):
+                d.pop(k, None)
+
+
+settings = Settings()
 
 
 def reload():
     """Read the STREAMRT_* environment variables again (they are read once, on first use)."""
     _ENV.clear()
-settings = Settings()
+    _invalidate()
 
 
 def set(**kw):  # noqa: A001 - mirrors jax.config.update
@@ -86,6 +107,7 @@ def set(**kw):  # noqa: A001 - mirrors jax.config.update
         if k not in FLAGS:
             raise KeyError(f"unknown streamrt setting {k!r}")
         _GLOBAL[k] = v
+    _invalidate(frozenset(kw))
 
 
 @contextlib.contextmanager
@@ -96,10 +118,15 @@ def override(**kw):
             raise KeyError(f"unknown streamrt setting {k!r}")
     old = dict(settings._overrides)
     settings._overrides.update(kw)
+    d = settings.__dict__
+    for k in kw:
+        d.pop(k, None)
     try:
         yield
     finally:
         settings._overrides = old
+        for k in kw:
+            d.pop(k, None)
 
 
 def cache_dir() -> str:

@@ -170,10 +170,28 @@ def reduction_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
     return out, acc
 
 
+_MAP_DT: dict = {}
+
+
 def map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
     """(result dtype, loop dtype) of map ``op`` over operands (dtypes or weak scalar kinds).
 
-    Raises TypeError (NumPy's own message) when NumPy has no loop for these dtypes."""
+    Raises TypeError (NumPy's own message) when NumPy has no loop for these dtypes.
+    Memoised: the answer depends only on the op and the operand dtypes/kinds."""
+    key = (op.name, *operands)
+    r = _MAP_DT.get(key)
+    if r is None:
+        try:
+            r = _map_dtypes(op, operands)
+        except TypeError as e:
+            r = e
+        _MAP_DT[key] = r
+    if isinstance(r, Exception):
+        raise TypeError(str(r))
+    return r
+
+
+def _map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
     if op.name == "where":
         res = D.result_type(*operands[1:])
         return D.canonical(res), D.canonical(res)

@@ -3,6 +3,8 @@ section's program sequence and where its outputs are. Bounded (LRU per section a
 with the same structure as the trace cache (see frontend/macro.py for recording and replay)."""
 from __future__ import annotations
 
+import cachetools
+
 from .trace_cache import TraceCache
 
 
@@ -10,9 +12,33 @@ class MacroCache(TraceCache):
     name = "macro cache"
     stat = "macro_cache"
 
+    def __init__(self, max_entries=256, per_bucket=16):
+        super().__init__(max_entries, per_bucket)
+        self._sections = cachetools.LRUCache(maxsize=max_entries)
+
     @staticmethod
     def _first(key):
         return key[3][0] if key[3] else None
+
+    # @ps.macro sections: (macro, signature, settings) -> section record
+    def section(self, key):
+        with self.lock:
+            return self._sections.get(key)
+
+    def put_section(self, key, sec):
+        with self.lock:
+            self._sections[key] = sec
+
+    def clear(self):
+        super().clear()
+        with self.lock:
+            self._sections.clear()
+
+    def info(self):
+        d = super().info()
+        with self.lock:
+            d["sections"] = len(self._sections)
+        return d
 
 
 _cache = None

@@ -1,21 +1,40 @@
-"""Program cache: kernel source -> compiled kernel, in memory (LRU) and on disk under
-STREAMRT_CACHE_DIR (generated module + Numba's own cache), so a second process does not
-compile again. Files are written atomically; a corrupt file is rewritten, never trusted."""
+"""Program cache: generated kernel source -> compiled kernel, in memory (LRU) and on disk under
+STREAMRT_CACHE_DIR (the generated module file + Numba's own ``cache=True`` files next to it),
+so a second process compiles nothing it compiled before.
+
+Each module holds two dispatchers of the same body: ``kernel`` (``parallel=True``) and
+``kernel_serial`` (``prange`` -> ``range``) for arrays too small to be worth waking the
+thread pool. Numba compiles each lazily, on its first call, so only the variants used are
+ever built. Files are written atomically (temporary file, then rename) so several processes
+may share the directory; a module that will not import, or a Numba cache entry that will not
+load, is deleted and rebuilt, never trusted."""
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import sys
 import threading
+import time
 
 import cachetools
 
 from .. import config, stats
 from . import keys
 
-_mem = cachetools.LRUCache(maxsize=1024)
+_mem = cachetools.LRUCache(maxsize=1024)       # key -> Kernels
+_by_source: dict = {}                           # source string -> Kernels (fast path)
 _lock = threading.Lock()
-_counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0}
+_counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}
+
+
+class Kernels:
+    """The two dispatchers of one generated module, and which of them have run once."""
+    __slots__ = ("parallel", "serial", "path", "key", "called")
+
+    def __init__(self, parallel, serial, path, key):
+        self.parallel, self.serial, self.path, self.key = parallel, serial, path, key
+        self.called = set()
 
 
 def _write_atomic(path, text):
@@ -25,65 +44,154 @@ def _write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def numba_kernel(source: str, fn: str, device: str = "cpu"):
-    """The compiled (lazily, on first call) Numba dispatcher for generated ``source``."""
+def module_text(source: str, fn: str) -> str:
+    """The module written to disk: the parallel kernel and its serial twin."""
+    head, sep, body = source.partition(f"def {fn}(")
+    serial = body.replace("prange(", "range(")
+    sdeco = "@njit(nogil=True, cache=True, error_model='numpy')"
+    return f"{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
+
+
+def _numba_files(path):
+    folder, name = os.path.split(path)
+    stem = name[:-3]
+    return glob.glob(os.path.join(folder, "__pycache__", f"{stem}.*"))
+
+
+def _discard(path):
+    """Delete a module and its Numba cache files (a corrupt or stale entry)."""
+    for f in [path] + _numba_files(path):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    # Numba's cache unpickles references to the defining module by name.
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
+    """The Kernels for generated ``source`` (compiled lazily, on first call)."""
+    k = _by_source.get(source)
+    if k is not None:
+        stats.add("program_cache_memory_hits")
+        return k
     key = keys.program_key("numba", device, source)
     with _lock:
-        d = _mem.get(key)
-        if d is not None:
+        k = _mem.get(key)
+        if k is not None:
             _counters["memory_hits"] += 1
-            return d, False
+            stats.add("program_cache_memory_hits")
+            _by_source[source] = k
+            return k
         folder = os.path.join(config.cache_dir(), "numba")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"k_{key}.py")
-        fresh = True
+        text = module_text(source, fn)
         try:
             with open(path) as f:
-                fresh = f.read() != source
+                fresh = f.read() != text
         except OSError:
-            pass
+            fresh = True
+        except UnicodeDecodeError:
+            fresh = True
         if fresh:
-            _write_atomic(path, source)
+            if os.path.exists(path):       # truncated or corrupt: never trusted
+                _discard(path)
+                _counters["rebuilt"] += 1
+            _write_atomic(path, text)
             _counters["new_modules"] += 1
         else:
             _counters["disk_modules"] += 1
         if config.settings.debug >= 4:
             print(f"[streamrt] kernel k_{key}:\n{source}", file=sys.stderr)
         name = f"streamrt_k_{key}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        # Numba's cache unpickles references to the defining module by name.
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        d = getattr(mod, fn)
-        _mem[key] = d
-        return d, True
+        try:
+            mod = _load(name, path)
+        except Exception:  # noqa: BLE001 - a damaged file: rebuild it once
+            _discard(path)
+            _counters["rebuilt"] += 1
+            _write_atomic(path, text)
+            mod = _load(name, path)
+        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key)
+        _mem[key] = k
+        if len(_by_source) > 4 * _mem.maxsize:
+            _by_source.clear()
+        _by_source[source] = k
+        return k
 
 
-def recompile_uncached(source: str, fn: str, stale):
-    """Replace a dispatcher whose on-disk entry could not be loaded by one compiled without
-    the disk cache (the entry is rewritten the next time this source is generated)."""
-    import numba
-    d = numba.njit(parallel=True, nogil=True, error_model="numpy")(stale.py_func)
-    key = keys.program_key("numba", "cpu", source)
-    with _lock:
-        _mem[key] = d
-    return d
-
-
-def note_first_call(dispatcher):
-    """Count whether the first call compiled or loaded from Numba's on-disk cache."""
-    st = dispatcher.stats
-    if st.cache_hits:
+def call(k: Kernels, serial: bool, args):
+    """Run one variant; the first call of each variant compiles or loads it from disk, and a
+    cache entry Numba cannot load is deleted and compiled afresh (counted)."""
+    d = k.serial if serial else k.parallel
+    if serial in k.called:
+        return d(*args)
+    t0 = time.perf_counter()
+    try:
+        d(*args)
+    except Exception as e:  # noqa: BLE001
+        if _is_compile_error(e):
+            raise
+        stats.add("disk_cache_rejected")
+        _discard_numba_cache(k)
+        d = _fresh(d)
+        if serial:
+            k.serial = d
+        else:
+            k.parallel = d
+        d(*args)
+    dt = time.perf_counter() - t0
+    k.called.add(serial)
+    if d.stats.cache_hits:
         stats.add("kernels_loaded_from_disk")
+        stats.add("program_cache_disk_hits")
     else:
         stats.add("kernels_compiled")
+        stats.add("compile_seconds", dt)
+    return None
+
+
+def _is_compile_error(e):
+    from numba.core import errors
+    return isinstance(e, (errors.TypingError, errors.LoweringError, errors.UnsupportedError))
+
+
+def _discard_numba_cache(k):
+    for f in _numba_files(k.path):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+
+
+def _fresh(stale):
+    import numba
+    opts = dict(stale.targetoptions)
+    opts.pop("cache", None)
+    return numba.njit(cache=False, **opts)(stale.py_func)
 
 
 def cache_info() -> dict:
-    return dict(_counters, memory_entries=len(_mem))
+    return dict(_counters, memory_entries=len(_mem), memory_max=_mem.maxsize,
+                directory=os.path.join(config.cache_dir(), "numba"))
 
 
-def clear_memory():
+def clear_memory(disk: bool = False):
     with _lock:
         _mem.clear()
+        _by_source.clear()
+        if disk:
+            folder = os.path.join(config.cache_dir(), "numba")
+            for f in glob.glob(os.path.join(folder, "k_*.py")):
+                _discard(f)

@@ -21,6 +21,7 @@ class Executor:
         self._q = queue.SimpleQueue()
         self._thread = None
         self._lock = threading.Lock()
+        self.run_lock = threading.Lock()   # one launch at a time (worker or inline caller)
 
     # ---- memory --------------------------------------------------------------------------
     def alloc(self, shape, dtype):
@@ -72,7 +73,8 @@ class Executor:
             err = None
             t0 = time.perf_counter()
             try:
-                self.launch(prog)
+                with self.run_lock:
+                    self.launch(prog)
             except BaseException as e:  # noqa: BLE001 - delivered to the application
                 err = e
             dt = time.perf_counter() - t0

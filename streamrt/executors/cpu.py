@@ -42,11 +42,6 @@ def chunks_for(K, R0):
     return int(max(1, min(want, R0 // 4096)))
 
 
-def _is_compile_error(e):
-    from numba.core import errors
-    return isinstance(e, (errors.TypingError, errors.LoweringError, errors.UnsupportedError))
-
-
 class CPUExecutor(Executor):
     name = "cpu"
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
@@ -54,11 +49,9 @@ class CPUExecutor(Executor):
     def __init__(self):
         super().__init__()
         _setup_numba()
-        self._called = set()
 
     def compile(self, prog):
-        d, new = program_cache.numba_kernel(prog.source, prog.fn)
-        return d
+        return program_cache.numba_kernels(prog.source, prog.fn)
 
     def launch(self, prog):
         if prog.kind == "kernel":
@@ -110,17 +103,6 @@ class CPUExecutor(Executor):
             for dt in prog.partials:
                 args.append(np.empty(K * C, dt))
             args.append(C)
-        first = id(d) not in self._called
-        try:
-            d(*args)
-        except Exception as e:  # noqa: BLE001
-            if not first or _is_compile_error(e):
-                raise
-            # a stale or unreadable on-disk entry: compile afresh in memory (counted)
-            stats.add("disk_cache_rejected")
-            d = program_cache.recompile_uncached(prog.source, prog.fn, d)
-            d(*args)
-        if first:
-            self._called.add(id(d))
-            program_cache.note_first_call(d)
+        serial = k.elements <= settings.serial_elements
+        program_cache.call(d, serial, args)
         stats.add("kernels_launched")

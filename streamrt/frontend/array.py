@@ -33,7 +33,7 @@ def _enqueue(port):
     _foreign_inputs(port, q)
     port.queue = q
     n = q.compute(port)
-    if n >= settings.queue_threshold:
+    if n >= settings.queue_threshold and q.recording is None:
         cscheduler.flush(q, reason="threshold")
     return Array._wrap(port)
 
@@ -85,6 +85,24 @@ def _kinds(ports):
     return out
 
 
+_BCAST: dict = {}
+
+
+def _broadcast(shapes):
+    """np.broadcast_shapes, memoised (raises ValueError)."""
+    if len(shapes) == 1:
+        return shapes[0]
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return shapes[0]
+    r = _BCAST.get(shapes)
+    if r is None:
+        r = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+        if len(_BCAST) > 4096:
+            _BCAST.clear()
+        _BCAST[shapes] = r
+    return r
+
+
 def record_map(name, *args, site=None):
     op = OPS[name]
     site = site or callsite()
@@ -98,9 +116,9 @@ def record_map(name, *args, site=None):
         tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float')[k]}"
                         for k in _kinds(ports))
         raise record_error(DTypeError, f"{name} is not defined for ({tys}): {e}", site) from None
-    shapes = [p.shape for p in ports if p.kind != "scalar"]
+    shapes = tuple([p.shape for p in ports if p.kind != "scalar"])
     try:
-        shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+        shape = _broadcast(shapes)
     except ValueError:
         raise record_error(ShapeError, f"{name}: operands could not be broadcast together with "
                            f"shapes {' '.join(str(tuple(s)) for s in shapes)}", site) from None
@@ -452,6 +470,12 @@ class Array:
         if v.kind == "scalar":
             v = const_port(np.asarray(v.scalar), site)
         old = self._port
+        rec = current_queue().recording
+        if rec is not None and old.id in rec.input_ids:
+            from .errors import MacroError
+            raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
+                               "inputs are read-only inside a macro (copy it first: "
+                               "x = x.copy())", site)
         newp = Port("intrinsic", "setitem", old.dtype, old.shape, (old, v),
                     (_static_key(key),), site)
         _foreign_inputs(newp, current_queue())

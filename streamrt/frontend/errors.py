@@ -55,6 +55,10 @@ class StreamrtError(Exception):
     """Base of every error streamrt raises."""
 
 
+class MacroError(StreamrtError, RuntimeError):
+    """Misuse of a macro: recursion, a read or a write to an input while it is recorded."""
+
+
 def _fmt(site, msg):
     site = site if site is not None else callsite()
     return f"{site}: {msg}"

@@ -52,10 +52,12 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None):
     return proggen.generate(entries, executor.caps)
 
 
-def flush(queue=None, reason="sync", macro_key=None):
+def flush(queue=None, reason="sync", macro_key=None, force=False):
     """Compile and submit everything recorded in ``queue`` (default: this thread's)."""
     q = queue if queue is not None else current_queue()
     with q.lock:
+        if q.recording is not None and not force:
+            return None         # a macro section is being recorded: it is flushed at its end
         entries, kparts, kports = q.take_trace()
         if not entries:
             return None
@@ -78,14 +80,65 @@ def flush(queue=None, reason="sync", macro_key=None):
             nk = sum(1 for p in seq.programs if p.kind == "kernel")
             print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
                   f"programs ({nk} kernels)", file=sys.stderr)
-        f = flow()
-        f.acquire()
-        es_mod.get(f).submit(seq, executor)
+        dispatch(seq, executor, inline=reason in ("read", "sync"))
         return seq
+
+
+def submit_replay(seq, ports, executor):
+    """Submit an instantiated macro sequence whose ports were created by the replay."""
+    for prog in seq.programs:
+        for p in prog.outputs:
+            p.state = SUBMITTED
+    for p in ports:
+        if p.state == NEW:
+            if p.kind == "view":
+                p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+            else:
+                p.state = DEAD
+    stats.add("flushes")
+    dispatch(seq, executor, inline=True)
+
+
+def _elements(seq):
+    n = 0
+    for prog in seq.programs:
+        k = prog.kernel
+        if k is not None:
+            m = k.elements
+        else:
+            m = max([i.size for i in prog.inputs] + [o.size for o in prog.outputs] + [0])
+        n = m if m > n else n
+    return n
+
+
+def dispatch(seq, executor, inline=False):
+    """Hand a program sequence to the E-Scheduler -- or, when the pipeline is idle and the
+    sequence is small (or about to be waited for), run it on this thread."""
+    f = flow()
+    es = es_mod.get(f)
+    if inline and settings.inline_elements and _elements(seq) <= settings.inline_elements \
+            and f.try_idle():
+        try:
+            es.run_inline(seq, executor)
+        finally:
+            f.release()
+        return
+    f.acquire()
+    es.submit(seq, executor)
+
+
+def _check_not_recording(what):
+    q = current_queue()
+    if q.recording is not None:
+        from ..frontend.errors import MacroError, callsite, record_error
+        raise record_error(MacroError, f"{what} inside the macro {q.recording.name!r} while it "
+                           "is being recorded: a macro cannot depend on values it computes "
+                           "(return the array and read it after the call)", callsite())
 
 
 def ensure(port):
     """Make ``port`` computed (flushing its queue if needed); raise its error if it failed."""
+    _check_not_recording("a read of an array")
     base = port.inputs[0] if port.kind == "view" else port
     if base.state == NEW:
         flush(base.queue, reason="read")
@@ -102,6 +155,7 @@ def ensure(port):
 
 def sync():
     """Flush this thread's work queue and wait until everything submitted has run."""
+    _check_not_recording("ps.sync()")
     flush(reason="sync")
     f = flow()
     with f.cond:

@@ -34,6 +34,53 @@ class EScheduler:
             with self.cond:
                 self.cond.wait_for(lambda: port.state != SUBMITTED)
 
+    def run_inline(self, seq, executor):
+        """Run a small sequence on the calling thread while the pipeline is idle (no thread
+        hand-off: for small arrays that costs more than the kernels). Same results, same
+        error delivery as the asynchronous path."""
+        stats.add("sequences_submitted")
+        stats.add("inline_sequences")
+        for prog in seq.programs:
+            prog.executor = executor
+            err = None
+            for dep in prog.deps():
+                if dep.state == FAILED:
+                    err = dep.error
+                    break
+                if dep.state == SUBMITTED:
+                    self.wait(dep)
+            if err is None:
+                try:
+                    for p in prog.outputs:
+                        if p.value is None:
+                            p.value = executor.alloc(p.shape, p.dtype)
+                    if self.launch_log is not None:
+                        self.launch_log.append(prog)
+                    with executor.run_lock:
+                        executor.launch(prog)
+                except Exception as e:  # noqa: BLE001 - delivered at the read
+                    err = e
+            self._settle(prog, err)
+        seq.programs = []
+
+    def _settle(self, prog, err):
+        if err is not None and not isinstance(err, ExecutionError):
+            sites = "\n  ".join(str(s) for s in prog.sites()) or "(unknown)"
+            err = ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
+                                 f"recorded at:\n  {sites}")
+        with self.cond:
+            for p in prog.outputs:
+                if err is None:
+                    p.state = DONE
+                    if p.kind != "view":
+                        p.inputs = ()
+                else:
+                    p.state = FAILED
+                    p.error = err
+                    p.value = None
+            self.cond.notify_all()
+        return err
+
     def stop(self):
         if self.thread.is_alive():
             self.q.put(("stop",))
@@ -96,23 +143,10 @@ class EScheduler:
         self._finish(prog, err)
 
     def _finish(self, prog, err):
-        if err is not None and not isinstance(err, ExecutionError):
-            sites = "\n  ".join(str(s) for s in prog.sites()) or "(unknown)"
-            err = ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
-                                 f"recorded at:\n  {sites}")
+        self._settle(prog, err)
         retry = []
-        with self.cond:
-            for p in prog.outputs:
-                if err is None:
-                    p.state = DONE
-                    if p.kind != "view":
-                        p.inputs = ()
-                else:
-                    p.state = FAILED
-                    p.error = err
-                    p.value = None
-                retry.extend(self.table.complete(p))
-            self.cond.notify_all()
+        for p in prog.outputs:
+            retry.extend(self.table.complete(p))
         for r in retry:
             self._try(r)
         seq = prog.seq

@@ -23,3 +23,11 @@ class Flow:
         with self.cond:
             self.inflight -= 1
             self.cond.notify_all()
+
+    def try_idle(self):
+        """Take a slot only if nothing is in flight (for an inline run); True if taken."""
+        with self.cond:
+            if self.inflight:
+                return False
+            self.inflight += 1
+            return True

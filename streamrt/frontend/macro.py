@@ -1,0 +1,260 @@
+"""Macros (PeakStream's PS_BEGIN_MACRO/PS_END_MACRO): a function or a ``with`` section whose
+recorded work is compiled once per signature and replayed with one submission.
+
+``@ps.macro`` -- the first call with a signature (input shapes, dtypes and kinds; control
+values) runs the Python body, records it, builds the program sequence and keeps a *section
+record*: how to re-create every port of the section from new inputs, the program-sequence
+template and where the outputs are. Later calls with the same signature re-create the ports
+and submit the instantiated sequence without running the body.
+
+``with ps.macro_section(name, inputs, controls):`` -- Python cannot skip a ``with`` body, so
+the body runs every time; the section's recorded trace is matched against the macro cache
+(keyed by name and controls) and a hit skips ProgGen. See docs/guide.md."""
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import numpy as np
+
+from .. import stats
+from ..caches import keys, macro_cache
+from ..executors import registry
+from ..proggen import sequence
+from ..scheduler import cscheduler
+from ..scheduler.workqueue import NEW, Port, current_queue
+from .array import Array, const_port
+from .errors import ArgumentError, MacroError, callsite, record_error
+
+
+class _Recording:
+    __slots__ = ("name", "stack", "input_ids")
+
+    def __init__(self, name, input_ids):
+        self.name = name
+        self.stack = []
+        self.input_ids = set(input_ids)
+
+
+def _control_key(v, site, what):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        if isinstance(v, (list, tuple)):
+            return tuple(_control_key(x, site, what) for x in v)
+        if isinstance(v, dict):
+            return tuple(sorted((k, _control_key(x, site, what)) for k, x in v.items()))
+        raise record_error(ArgumentError, f"{what}: control argument of type "
+                           f"{type(v).__name__} is not hashable; pass arrays as inputs and "
+                           "hashable values as controls", site) from None
+
+
+def _flatten(tree, leaves):
+    """Structure of ``tree`` with Array leaves replaced by their index in ``leaves``."""
+    if isinstance(tree, Array):
+        leaves.append(tree)
+        return ("A", len(leaves) - 1)
+    if isinstance(tree, tuple):
+        return ("T", tuple(_flatten(x, leaves) for x in tree))
+    if isinstance(tree, list):
+        return ("L", tuple(_flatten(x, leaves) for x in tree))
+    if isinstance(tree, dict):
+        return ("D", tuple((k, _flatten(v, leaves)) for k, v in tree.items()))
+    return ("C", tree)
+
+
+def _unflatten(struct, leaves):
+    tag, v = struct
+    if tag == "A":
+        return leaves[v]
+    if tag == "T":
+        return tuple(_unflatten(x, leaves) for x in v)
+    if tag == "L":
+        return [_unflatten(x, leaves) for x in v]
+    if tag == "D":
+        return {k: _unflatten(x, leaves) for k, x in v}
+    return v
+
+
+class _Section:
+    """What a replay needs: port recipes, the program-sequence template, the outputs."""
+    __slots__ = ("recipes", "template", "outputs", "struct", "n")
+
+    def __init__(self, recipes, template, outputs, struct, n):
+        self.recipes, self.template, self.outputs, self.struct, self.n = (
+            recipes, template, outputs, struct, n)
+
+
+class Macro:
+    """A function recorded once per signature and replayed (see module docstring)."""
+
+    def __init__(self, fn, static_argnames=(), name=None):
+        self.fn = fn
+        self.static_argnames = frozenset(static_argnames or ())
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.calls = 0          # times the Python body ran (recordings and inlined nests)
+        self.replays = 0
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self):
+        return f"<streamrt macro {self.name}>"
+
+    def _split_args(self, args, kwargs, site):
+        inputs, sig = [], []
+
+        def conv(name, v):
+            if name not in self.static_argnames:
+                if isinstance(v, Array):
+                    inputs.append(v)
+                    p = v._port
+                    return ("I", p.shape, p.dtype, p.kind)
+                if isinstance(v, np.ndarray):
+                    a = Array._wrap(const_port(v, site))
+                    inputs.append(a)
+                    return ("I", a.shape, a.dtype, "const")
+            return ("K", _control_key(v, site, self.name))
+
+        new_args = []
+        for i, v in enumerate(args):
+            sig.append(conv(i, v))
+            new_args.append(inputs[-1] if sig[-1][0] == "I" else v)
+        new_kwargs = {}
+        for k in sorted(kwargs):
+            sig.append((k, conv(k, kwargs[k])))
+            new_kwargs[k] = inputs[-1] if sig[-1][1][0] == "I" else kwargs[k]
+        return inputs, tuple(sig), new_args, new_kwargs
+
+    def __call__(self, *args, **kwargs):
+        site = callsite()
+        q = current_queue()
+        rec = q.recording
+        if rec is not None:
+            # nested inside a recording: the body becomes part of the outer section
+            if self in rec.stack:
+                raise record_error(MacroError, f"recursive call of the macro {self.name!r} "
+                                   "while it is being recorded", site)
+            rec.stack.append(self)
+            try:
+                self.calls += 1
+                return self.fn(*args, **kwargs)
+            finally:
+                rec.stack.pop()
+        inputs, sig, args, kwargs = self._split_args(args, kwargs, site)
+        executor = registry.get()
+        key = (self, sig, keys.settings_key(executor.name))
+        cache = macro_cache.get()
+        sec = cache.section(key)
+        if sec is not None:
+            cache.note(True)
+            return self._replay(sec, inputs, q, executor)
+        cache.note(False)
+        return self._record(key, inputs, args, kwargs, q, executor, site)
+
+    # ---- first call: run the body and keep the section ------------------------------------
+    def _record(self, key, inputs, args, kwargs, q, executor, site):
+        cscheduler.flush(q, reason="macro-begin")
+        q.recording = rec = _Recording(self.name, [a._port.id for a in inputs])
+        rec.stack.append(self)
+        try:
+            self.calls += 1
+            out = self.fn(*args, **kwargs)
+        except BaseException:
+            q.recording = None
+            q.take_trace()          # the section's partial work is dropped with the error
+            raise
+        finally:
+            rec.stack.pop()
+        q.recording = None
+        leaves = []
+        struct = _flatten(out, leaves)
+        entries, kparts, kports = q.take_trace()
+        if not entries:
+            # nothing recorded (the body only returned inputs or constants)
+            return out
+        input_pos = {a._port.id: i for i, a in enumerate(inputs)}
+        recipes = []
+        num = {p.id: i for i, p in enumerate(kports)}
+        for p in kports:
+            if p.state == NEW:
+                recipes.append(("N", p.kind, p.op, p.dtype, p.shape,
+                                tuple(num[i.id] for i in p.inputs), p.params, p.site,
+                                p.loop_dtype))
+            elif p.id in input_pos:
+                recipes.append(("I", input_pos[p.id]))
+            else:
+                recipes.append(("F", p))       # a constant or closure value: frozen
+        seq = proggen_generate(entries, executor)
+        t = sequence.to_template(seq, kports)
+        outputs = []
+        for a in leaves:
+            i = num.get(a._port.id)
+            outputs.append(("P", i) if i is not None and kports[i].state == NEW
+                           else ("F", a._port))
+        cscheduler.submit_replay(seq, kports, executor)
+        if t is not None:
+            macro_cache.get().put_section(key, _Section(tuple(recipes), t, tuple(outputs),
+                                                         struct, len(kports)))
+        return out
+
+    # ---- later calls: re-create the ports, submit the template -------------------------------
+    def _replay(self, sec, inputs, q, executor):
+        self.replays += 1
+        ports = [None] * sec.n
+        for i, r in enumerate(sec.recipes):
+            tag = r[0]
+            if tag == "N":
+                _, kind, op, dt, shape, ins, params, site, loop = r
+                p = Port(kind, op, dt, shape, tuple(ports[j] for j in ins), params, site,
+                         queue=q, loop_dtype=loop)
+                ports[i] = p
+            elif tag == "I":
+                ports[i] = inputs[r[1]]._port
+            else:
+                ports[i] = r[1]
+        stats.add("ops_recorded", sum(1 for r in sec.recipes if r[0] == "N"))
+        leaves = [Array._wrap(ports[o[1]] if o[0] == "P" else o[1]) for o in sec.outputs]
+        seq = sequence.instantiate(sec.template, ports)
+        cscheduler.submit_replay(seq, ports, executor)
+        return _unflatten(sec.struct, leaves)
+
+
+def proggen_generate(entries, executor):
+    from .. import proggen
+    return proggen.generate(entries, executor.caps)
+
+
+def macro(fn=None, *, static_argnames=(), name=None):
+    """Decorator: record ``fn`` once per signature, replay it afterwards without running it.
+
+    Array (and NumPy array) arguments are inputs; every other argument is a control: its value
+    is part of the signature. Arrays the body reads from globals or closures, and Python
+    scalars it creates, are frozen at the first call (as in ``jax.jit``)."""
+    if fn is None:
+        return lambda f: Macro(f, static_argnames, name)
+    return Macro(fn, static_argnames, name)
+
+
+@contextlib.contextmanager
+def macro_section(name, inputs=(), controls=()):
+    """A macro for code that cannot be a function. The body always runs (Python cannot skip a
+    ``with`` body); its recorded trace is flushed at the end as one section, keyed by ``name``,
+    the input signature and ``controls``, and a macro-cache hit skips ProgGen."""
+    site = callsite()
+    q = current_queue()
+    if q.recording is not None:
+        raise record_error(MacroError, "macro_section inside a macro recording is not "
+                           "supported; use a nested @ps.macro function", site)
+    sig = tuple((a.shape, a.dtype) for a in inputs if isinstance(a, Array))
+    ckey = _control_key(tuple(controls) if isinstance(controls, (list, tuple)) else controls,
+                        site, name)
+    cscheduler.flush(q, reason="macro-begin")
+    q.recording = _Recording(name, [a._port.id for a in inputs if isinstance(a, Array)])
+    try:
+        yield
+    except BaseException:
+        q.recording = None
+        q.take_trace()
+        raise
+    q.recording = None
+    cscheduler.flush(q, reason="macro-end", macro_key=(name, sig, ckey), force=True)
