@@ -600,13 +600,66 @@ def _decref(p):
             _decref(p.inputs[0])
 
 
+_FAST: dict = {}       # (op, dtype, dtype-or-scalar-kind, reflected) -> (out, loop dtypes)
+_IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
+
+
 def _binop(name, reflected=False):
-    if reflected:
-        def f(self, other):
-            return record_map(name, other, self, site=callsite())
-    else:
-        def f(self, other):
-            return record_map(name, self, other, site=callsite())
+    op = OPS[name]
+    general = record_map
+
+    def fast(self, other, site):
+        """The hot path: Array (op) Array of the same shape, or Array (op) Python scalar.
+        Everything else -- and every first occurrence of a dtype combination -- takes
+        record_map, which validates fully and fills the memo this path relies on."""
+        p = self._port
+        t = type(other)
+        if t is Array:
+            q = other._port
+            if q.shape != p.shape:
+                return None
+            key = (name, p.dtype, q.dtype, reflected)
+        elif t is float or t is int:
+            q = None
+            key = (name, p.dtype, "f" if t is float else "i", reflected)
+        else:
+            return None
+        if p.kind == "const" and not p.shape:
+            return None                      # constant folding: the general path
+        dts = _FAST.get(key)
+        if dts is None:
+            return None
+        out_dt, loop_dt = dts
+        if q is None:
+            if t is int:
+                lim = _IINFO.get(loop_dt)
+                if lim is not None and not lim[0] <= other <= lim[1]:
+                    return None              # the general path raises the overflow error
+                if name == "power" and other < 0 and loop_dt.kind in "iu":
+                    return None
+            q = Port("scalar", "scalar", loop_dt, (), params=("weak", "f" if t is float else "i"),
+                     scalar=other, site=site)
+        ins = (q, p) if reflected else (p, q)
+        return _enqueue(Port("map", name, out_dt, p.shape, ins, (), site, loop_dtype=loop_dt))
+
+    def slow(self, other, site):
+        r = general(name, other, self, site=site) if reflected else \
+            general(name, self, other, site=site)
+        t = type(other)
+        if t is Array or t is float or t is int:
+            k = other._port.dtype if t is Array else ("f" if t is float else "i")
+            if not (t is Array and other._port.shape != self._port.shape):
+                try:
+                    a, b = (k, self._port.dtype) if reflected else (self._port.dtype, k)
+                    _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
+                except TypeError:
+                    pass
+        return r
+
+    def f(self, other):
+        site = callsite()
+        r = fast(self, other, site)
+        return r if r is not None else slow(self, other, site)
     f.__name__ = name
     return f
 
