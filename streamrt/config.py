@@ -130,10 +130,11 @@ def override(**kw):
 
 
 def cache_dir() -> str:
+    """STREAMRT_CACHE_DIR, or the user's cache directory (platformdirs) + ``streamrt``."""
     d = settings.cache_dir
     if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "streamrt")
+        import platformdirs
+        d = platformdirs.user_cache_dir("streamrt", appauthor=False)
     os.makedirs(d, exist_ok=True)
     return d
 

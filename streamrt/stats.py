@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter
 
 _lock = threading.Lock()
@@ -15,6 +16,14 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "compile_seconds", "inline_sequences")
 
 
+_sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)
+
+
+def register_counter(obj) -> None:
+    with _lock:
+        _sources.add(obj)
+
+
 def add(key: str, n: int = 1) -> None:
     with _lock:
         _c[key] += n
@@ -25,9 +34,12 @@ def runtime_stats() -> dict:
     with _lock:
         d = {k: 0 for k in KEYS}
         d.update(_c)
+        d["ops_recorded"] += sum(q.recorded for q in list(_sources))
         return d
 
 
 def reset_stats() -> None:
     with _lock:
         _c.clear()
+        for q in list(_sources):
+            q.recorded = 0

@@ -49,17 +49,16 @@ def _external(port, num, kports):
 
 def trace_entry(port, num, kports):
     """The key entry of one recorded op; assigns numbers to its new inputs and to itself."""
-    ins = []
-    for i in port.inputs:
-        n = num.get(i.id)
-        ins.append(n if n is not None else _external(i, num, kports))
+    ins = tuple([n if (n := num.get(i.id)) is not None else _external(i, num, kports)
+                 for i in port.inputs])
     num[port.id] = len(kports)
     kports.append(port)
     s = port.site
+    params = port.params
     # id(code): the cached template keeps the code object alive (through its call sites), so
     # the id cannot be reused while the key is cached; hashing a code object is much slower.
-    return (id(s.code), s.lasti, port.kind, port.op, _hashable(port.params), port.dtype,
-            port.shape, port.loop_dtype, tuple(ins))
+    return (id(s.code), s.lasti, port.kind, port.op, _hashable(params) if params else params,
+            port.dtype, port.shape, port.loop_dtype, ins)
 
 
 def settings_key(backend: str) -> tuple:

@@ -79,11 +79,35 @@ def _unflatten(struct, leaves):
 
 class _Section:
     """What a replay needs: port recipes, the program-sequence template, the outputs."""
-    __slots__ = ("recipes", "template", "outputs", "struct", "n")
+    __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build")
 
     def __init__(self, recipes, template, outputs, struct, n):
         self.recipes, self.template, self.outputs, self.struct, self.n = (
             recipes, template, outputs, struct, n)
+        self.nnew = sum(1 for r in recipes if r[0] == "N")
+        self.build = _builder(recipes)
+
+
+def _builder(recipes):
+    """A generated function that re-creates the section's ports from new inputs: straight-line
+    code, no per-op interpretation (the replay's hot path)."""
+    g = {"Port": Port}
+    lines = ["def build(inputs, q):"]
+    for i, r in enumerate(recipes):
+        if r[0] == "N":
+            _, kind, op, dt, shape, ins, params, site, loop = r
+            g[f"c{i}"] = (kind, op, dt, shape, params, site, loop)
+            tup = "(" + "".join(f"p{j}, " for j in ins) + ")"
+            lines.append(f"    k, o, d, s, a, t, l = c{i}")
+            lines.append(f"    p{i} = Port(k, o, d, s, {tup}, a, t, q, None, None, l)")
+        elif r[0] == "I":
+            lines.append(f"    p{i} = inputs[{r[1]}]._port")
+        else:
+            g[f"f{i}"] = r[1]
+            lines.append(f"    p{i} = f{i}")
+    lines.append("    return [" + ", ".join(f"p{i}" for i in range(len(recipes))) + "]")
+    exec(compile("\n".join(lines), "<streamrt macro replay>", "exec"), g)  # noqa: S102
+    return g["build"]
 
 
 class Macro:
@@ -200,19 +224,8 @@ class Macro:
     # ---- later calls: re-create the ports, submit the template -------------------------------
     def _replay(self, sec, inputs, q, executor):
         self.replays += 1
-        ports = [None] * sec.n
-        for i, r in enumerate(sec.recipes):
-            tag = r[0]
-            if tag == "N":
-                _, kind, op, dt, shape, ins, params, site, loop = r
-                p = Port(kind, op, dt, shape, tuple(ports[j] for j in ins), params, site,
-                         queue=q, loop_dtype=loop)
-                ports[i] = p
-            elif tag == "I":
-                ports[i] = inputs[r[1]]._port
-            else:
-                ports[i] = r[1]
-        stats.add("ops_recorded", sum(1 for r in sec.recipes if r[0] == "N"))
+        ports = sec.build(inputs, q)
+        stats.add("ops_recorded", sec.nnew)
         leaves = [Array._wrap(ports[o[1]] if o[0] == "P" else o[1]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         cscheduler.submit_replay(seq, ports, executor)

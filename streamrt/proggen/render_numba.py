@@ -18,8 +18,14 @@ from streamrt.executors.cpu_lib import *  # noqa: F401,F403
 """
 
 
+_NPNAME: dict = {}
+
+
 def npname(dt):
-    return "np.bool_" if dt == D.bool_ else f"np.{np.dtype(dt).name}"
+    r = _NPNAME.get(dt)
+    if r is None:
+        r = _NPNAME[dt] = "np.bool_" if dt == D.bool_ else f"np.{np.dtype(dt).name}"
+    return r
 
 
 def cast(expr, src, dst):

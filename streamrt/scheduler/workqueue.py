@@ -94,6 +94,8 @@ class WorkQueue:
         self.kports = []           # ports numbered by the key (first occurrence order)
         self.num = {}              # port id -> number in kports
         self.recording = None      # the macro recording in progress on this queue, if any
+        self.recorded = 0          # ops recorded (summed into ps.runtime_stats())
+        stats.register_counter(self)
 
     def compute(self, port):
         with self.lock:
@@ -104,7 +106,7 @@ class WorkQueue:
                     self.keyparts.append(keys.trace_entry(port, self.num, self.kports))
                 except Exception:  # noqa: BLE001 - an unkeyable op: this flush is not cached
                     self.keyparts = None
-        stats.add("ops_recorded")
+        self.recorded += 1
         return self.pending_computes
 
     def release(self, port):
