@@ -32,9 +32,17 @@ def _enqueue(port):
     q = current_queue()
     _foreign_inputs(port, q)
     port.queue = q
-    n = q.compute(port)
+    n = q.pending_computes
     if n >= settings.queue_threshold and q.recording is None:
-        cscheduler.flush(q, reason="threshold")
+        # Past the threshold, flush where a new loop iteration starts (this op's call site is
+        # the one the queued trace began with), so successive flushes hold whole iterations
+        # and their trace keys repeat; a hard limit at twice the threshold.
+        first = q.entries[0][1].site if q.entries and q.entries[0][0] == "compute" else None
+        if n >= 2 * settings.queue_threshold or (
+                first is not None and first.code is port.site.code
+                and first.lasti == port.site.lasti):
+            cscheduler.flush(q, reason="threshold")
+    q.compute(port)
     return Array._wrap(port)
 
 
