@@ -21,6 +21,7 @@ from .frontend.macro import Macro, macro, macro_section  # noqa: F401
 from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
 from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
+from .profiler import profile  # noqa: F401
 from .stats import reset_stats, runtime_stats  # noqa: F401
 
 ndarray = Array
@@ -83,7 +84,11 @@ def is_lazy(x) -> bool:
     return isinstance(x, Array)
 
 
+from .profiler import _from_env as _profile_from_env  # noqa: E402
+
+_profile_from_env()
+
 __all__ = list(_creation_all) + list(_math_all) + [
-    "Array", "ndarray", "sync", "macro", "macro_section", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
+    "Array", "ndarray", "sync", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]

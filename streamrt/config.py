@@ -45,6 +45,8 @@ FLAGS = {
                             "nothing is in flight (0: always asynchronous)"),
     "serial_elements": Flag("STREAMRT_SERIAL_ELEMENTS", 1 << 15, int,
                             "Kernels over at most this many elements run single-threaded"),
+    "profile": Flag("STREAMRT_PROFILE", "", str,
+                    "Record a profile of the whole run into this file (see streamrt-prof)"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
 }

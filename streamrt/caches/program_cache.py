@@ -20,6 +20,7 @@ import time
 import cachetools
 
 from .. import config, stats
+from ..profiler import collector
 from . import keys
 
 _mem = cachetools.LRUCache(maxsize=1024)       # key -> Kernels
@@ -156,9 +157,14 @@ def call(k: Kernels, serial: bool, args):
     if d.stats.cache_hits:
         stats.add("kernels_loaded_from_disk")
         stats.add("program_cache_disk_hits")
+        level = "disk"
     else:
         stats.add("kernels_compiled")
         stats.add("compile_seconds", dt)
+        level = "compiled"
+    prof = collector._active
+    if prof is not None:
+        prof.compile(t0, dt, level, f"k_{k.key}{'_serial' if serial else ''}")
     return None
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import stats
 from ..config import settings
+from ..profiler import collector
 
 
 class Executor:
@@ -78,6 +79,9 @@ class Executor:
             except BaseException as e:  # noqa: BLE001 - delivered to the application
                 err = e
             dt = time.perf_counter() - t0
+            prof = collector._active
+            if prof is not None and err is None:
+                prof.kernel(prog, self, t0, dt)
             if settings.debug >= 2:
                 print(f"[streamrt] {self.name} {prog.describe()} {dt * 1e3:.3f} ms",
                       file=sys.stderr)

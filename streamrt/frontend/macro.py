@@ -21,6 +21,7 @@ from .. import stats
 from ..caches import keys, macro_cache
 from ..executors import registry
 from ..proggen import sequence
+from ..profiler import collector
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import NEW, Port, current_queue
 from .array import Array, const_port
@@ -79,12 +80,13 @@ def _unflatten(struct, leaves):
 
 class _Section:
     """What a replay needs: port recipes, the program-sequence template, the outputs."""
-    __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build")
+    __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build", "sites")
 
     def __init__(self, recipes, template, outputs, struct, n):
         self.recipes, self.template, self.outputs, self.struct, self.n = (
             recipes, template, outputs, struct, n)
         self.nnew = sum(1 for r in recipes if r[0] == "N")
+        self.sites = [r[7] for r in recipes if r[0] == "N"]
         self.build = _builder(recipes)
 
 
@@ -169,10 +171,16 @@ class Macro:
         key = (self, sig, keys.settings_key(executor.name))
         cache = macro_cache.get()
         sec = cache.section(key)
+        prof = collector._active
         if sec is not None:
             cache.note(True)
+            if prof is not None:
+                prof.cache("macro", True, site)
+                prof.replay(sec.sites)
             return self._replay(sec, inputs, q, executor)
         cache.note(False)
+        if prof is not None:
+            prof.cache("macro", False, site, f"first call of {self.name} with this signature")
         return self._record(key, inputs, args, kwargs, q, executor, site)
 
     # ---- first call: run the body and keep the section ------------------------------------

@@ -9,6 +9,7 @@ import threading
 from .. import proggen, stats
 from ..caches import keys, macro_cache, trace_cache
 from ..proggen import sequence
+from ..profiler import collector
 from ..config import settings
 from ..executors import registry
 from . import escheduler as es_mod
@@ -28,28 +29,42 @@ def flow() -> Flow:
 
 
 def _program_sequence(entries, kparts, kports, executor, macro_key=None):
-    """The program sequence for a flush: a trace-cache (or macro-cache) hit instantiates the
-    cached template; a miss runs ProgGen and caches the template."""
+    """(program sequence, cache hit or None) for a flush: a trace-cache (or macro-cache) hit
+    instantiates the cached template; a miss runs ProgGen and caches the template."""
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
         released = tuple(p.nrefs <= 0 for p in kports if p.state == NEW)
         key = (keys.settings_key(executor.name), tuple(kparts), released, macro_key)
         t = cache.lookup(key)
+        prof = collector._active
         if t is not None:
             cache.note(True)
-            return sequence.instantiate(t, kports)
+            if prof is not None:
+                prof.cache(cache.stat[:5], True, _first_site(entries))
+            return sequence.instantiate(t, kports), True
         esites = [e[1].site for e in entries if e[0] == "compute"]
-        if settings.debug >= 1:
-            print(f"[streamrt] {cache.name} miss: {cache.explain_miss(key, esites)}",
-                  file=sys.stderr)
+        why = None
+        if settings.debug >= 1 or prof is not None:
+            why = cache.explain_miss(key, esites)
+            if settings.debug >= 1:
+                print(f"[streamrt] {cache.name} miss: {why}", file=sys.stderr)
+        if prof is not None:
+            prof.cache(cache.stat[:5], False, _first_site(entries), why)
         cache.note(False)
         seq = proggen.generate(entries, executor.caps)
         t = sequence.to_template(seq, kports)
         if t is not None:
             cache.insert(key, t, esites)
-        return seq
-    return proggen.generate(entries, executor.caps)
+        return seq, False
+    return proggen.generate(entries, executor.caps), None
+
+
+def _first_site(entries):
+    for e in entries:
+        if e[0] == "compute":
+            return e[1].site
+    return None
 
 
 def flush(queue=None, reason="sync", macro_key=None, force=False):
@@ -62,7 +77,10 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         if not entries:
             return None
         executor = registry.get()
-        seq = _program_sequence(entries, kparts, kports, executor, macro_key)
+        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
+        prof = collector._active
+        if prof is not None:
+            prof.flush(entries, seq, reason, hit)
         written = set()
         for prog in seq.programs:
             for p in prog.outputs:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import atexit
 import queue
 import threading
+import time
 
 from .. import stats
 from ..frontend.errors import ExecutionError
+from ..profiler import collector
 from .pending import PendingTable
 from .workqueue import DONE, FAILED, SUBMITTED
 
@@ -56,8 +58,12 @@ class EScheduler:
                             p.value = executor.alloc(p.shape, p.dtype)
                     if self.launch_log is not None:
                         self.launch_log.append(prog)
+                    t0 = time.perf_counter()
                     with executor.run_lock:
                         executor.launch(prog)
+                    prof = collector._active
+                    if prof is not None:
+                        prof.kernel(prog, executor, t0, time.perf_counter() - t0)
                 except Exception as e:  # noqa: BLE001 - delivered at the read
                     err = e
             self._settle(prog, err)
@@ -176,6 +182,11 @@ def get(flow=None) -> EScheduler:
 
 def shutdown():
     from ..executors import registry
+    if collector.active() is not None:
+        try:
+            collector.stop()          # write the profile while the pipeline still runs
+        except Exception:  # noqa: BLE001 - never fail interpreter exit
+            pass
     if _instance is not None:
         _instance.stop()
     for ex in registry.all_instances():

@@ -3,6 +3,7 @@ when the bound is reached and wakes when the E-Scheduler reports progress."""
 from __future__ import annotations
 
 import threading
+import time
 
 
 class Flow:
@@ -16,7 +17,12 @@ class Flow:
         with self.cond:
             if self.inflight >= self.limit:
                 self.waits += 1
+                t0 = time.perf_counter()
                 self.cond.wait_for(lambda: self.inflight < self.limit)
+                from ..profiler import collector
+                prof = collector._active
+                if prof is not None:
+                    prof.wait(t0, time.perf_counter() - t0)
             self.inflight += 1
 
     def release(self):
