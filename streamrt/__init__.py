@@ -21,6 +21,8 @@ from .frontend.macro import Macro, macro, macro_section  # noqa: F401
 from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
 from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
+from . import debug  # noqa: F401
+from .debug import pop_error_handler, push_error_handler  # noqa: F401
 from .profiler import profile  # noqa: F401
 from .stats import reset_stats, runtime_stats  # noqa: F401
 
@@ -87,6 +89,8 @@ def is_lazy(x) -> bool:
 from .profiler import _from_env as _profile_from_env  # noqa: E402
 
 _profile_from_env()
+if config.settings.reference:
+    debug._hooks.update()
 
 __all__ = list(_creation_all) + list(_math_all) + [
     "Array", "ndarray", "sync", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",

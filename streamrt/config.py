@@ -47,6 +47,12 @@ FLAGS = {
                             "Kernels over at most this many elements run single-threaded"),
     "profile": Flag("STREAMRT_PROFILE", "", str,
                     "Record a profile of the whole run into this file (see streamrt-prof)"),
+    "reference": Flag("STREAMRT_REFERENCE", False, _bool,
+                      "Debugger: also evaluate every op unfused with NumPy and compare results"),
+    "reference_compare": Flag("STREAMRT_REFERENCE_COMPARE", "both", str,
+                              "When to compare with the reference: after | copy-out | both | none"),
+    "reference_action": Flag("STREAMRT_REFERENCE_ACTION", "raise", str,
+                             "On a reference mismatch: raise | warn | log"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
 }

@@ -13,7 +13,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "buffers_allocated", "kernel_splits", "fallbacks", "fallback_to_reference",
         "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses", "macro_cache_hits",
         "macro_cache_misses", "program_cache_memory_hits", "program_cache_disk_hits",
-        "compile_seconds", "inline_sequences")
+        "compile_seconds", "inline_sequences", "reference_mismatches")
 
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)

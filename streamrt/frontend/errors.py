@@ -93,5 +93,15 @@ class ExecutionError(StreamrtError, RuntimeError):
 
 
 def record_error(cls, msg, site=None):
-    """An exception of ``cls`` whose message starts with the user's file:line."""
-    return cls(_fmt(site, msg))
+    """An exception of ``cls`` whose message starts with the user's file:line. Error handlers
+    (ps.push_error_handler) see it first; one may abort (raises AbortError here)."""
+    site = site if site is not None else callsite()
+    err = cls(_fmt(site, msg))
+    err.site = site
+    if _handler_stack:
+        from ..debug import handlers
+        handlers.dispatch(err, site, msg.split(":", 1)[0].split("(", 1)[0].strip())
+    return err
+
+
+_handler_stack = []     # the same list as debug.handlers._stack (kept here to avoid an import)

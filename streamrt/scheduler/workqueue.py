@@ -12,6 +12,9 @@ from ..caches import keys
 
 _ids = itertools.count(1)
 
+# Debugger hook: called with every recorded port (reference mode, breakpoints); None = off.
+on_record = None
+
 # Port states
 NEW, SUBMITTED, DONE, FAILED, DEAD = range(5)
 
@@ -31,7 +34,8 @@ class Port:
     'intrinsic'. ``params`` holds the static arguments the generated code specialises on."""
 
     __slots__ = ("id", "kind", "op", "dtype", "shape", "inputs", "params", "site", "queue",
-                 "value", "state", "error", "nrefs", "scalar", "loop_dtype", "__weakref__")
+                 "value", "state", "error", "nrefs", "scalar", "loop_dtype", "ref",
+                 "__weakref__")
 
     def __init__(self, kind, op, dtype, shape, inputs=(), params=(), site=None, queue=None,
                  value=None, scalar=None, loop_dtype=None):
@@ -48,6 +52,7 @@ class Port:
         self.scalar = scalar
         self.loop_dtype = loop_dtype
         self.error = None
+        self.ref = None            # reference-mode shadow value (debug/reference.py)
         self.nrefs = 0
         self.state = DONE if kind in ("const", "scalar") else NEW
 
@@ -107,6 +112,8 @@ class WorkQueue:
                 except Exception:  # noqa: BLE001 - an unkeyable op: this flush is not cached
                     self.keyparts = None
         self.recorded += 1
+        if on_record is not None:
+            on_record(port)
         return self.pending_computes
 
     def release(self, port):
