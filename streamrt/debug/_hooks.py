@@ -15,6 +15,7 @@ def update():
     brk_on = active()
     mode = settings.reference_compare
     escheduler.on_complete = _after if ref_on and mode in ("after", "both") else None
+    escheduler.keep_graph = ref_on
     array.on_read = _copy_out if ref_on and mode in ("copy-out", "both") else None
     if not ref_on and not brk_on:
         workqueue.on_record = None

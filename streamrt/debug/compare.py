@@ -35,7 +35,7 @@ def close(opt, ref, dtype):
         both_nan = np.isnan(a64) & np.isnan(b64)
         same_inf = np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))
         with np.errstate(all="ignore"):
-            ok = np.abs(a64 - b64) <= np.abs(b64 * scale) + atol
+            ok = np.isfinite(b64) & (np.abs(a64 - b64) <= np.abs(b64 * scale) + atol)
         return ok | both_nan | same_inf
     return a == b
 

@@ -17,6 +17,7 @@ from .workqueue import DONE, FAILED, SUBMITTED
 
 # Debugger hook: called with each completed program, returns an error to deliver or None.
 on_complete = None
+keep_graph = False      # debugger: keep computed ports' inputs (to find the diverging op)
 
 
 class EScheduler:
@@ -81,12 +82,11 @@ class EScheduler:
         mismatch = None
         if err is None and on_complete is not None:
             mismatch = on_complete(prog)        # debugger: compare with the reference
-        keep_graph = on_complete is not None
         with self.cond:
             for p in prog.outputs:
                 if err is None and mismatch is None:
                     p.state = DONE
-                    if p.kind != "view" and not keep_graph:
+                    if p.kind != "view" and not keep_graph:   # (debugger walks the graph)
                         p.inputs = ()
                 elif err is None:
                     p.state = FAILED            # the optimised value is kept (handlers may
