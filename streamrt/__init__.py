@@ -42,6 +42,12 @@ def sync():
     cscheduler.sync()
 
 
+def devices(refresh: bool = False) -> list:
+    """The executors that work on this machine (Numba CPU, OpenCL devices, CUDA devices)."""
+    from .executors.devices import devices as _devices
+    return _devices(refresh)
+
+
 def hint_execute():
     """Start compiling and running what has been recorded so far (does not wait)."""
     from .frontend.errors import callsite
@@ -93,6 +99,6 @@ if config.settings.reference:
     debug._hooks.update()
 
 __all__ = list(_creation_all) + list(_math_all) + [
-    "Array", "ndarray", "sync", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
+    "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]

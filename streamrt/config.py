@@ -23,7 +23,12 @@ class Flag:
 
 FLAGS = {
     "backend": Flag("STREAMRT_BACKEND", "cpu", str,
-                    "Executor: reference | cpu (opencl and cuda come with their issue)", in_key=True),
+                    "Executor: reference | cpu | opencl | cuda (opencl/cuda fall back to cpu "
+                    "with a warning when no device works)", in_key=True),
+    "opencl_device": Flag("STREAMRT_OPENCL_DEVICE", "", str,
+                          "OpenCL device: 'P:D' (platform:device index) or a name substring "
+                          "(default: the first GPU, else the first device)"),
+    "cuda_device": Flag("STREAMRT_CUDA_DEVICE", 0, int, "CUDA device index"),
     "debug": Flag("STREAMRT_DEBUG", 0, int,
                   "1 cache decisions, 2 kernel timings, 3 fusion groups, 4 generated source"),
     "strict": Flag("STREAMRT_STRICT", False, _bool,

@@ -13,7 +13,8 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "buffers_allocated", "kernel_splits", "fallbacks", "fallback_to_reference",
         "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses", "macro_cache_hits",
         "macro_cache_misses", "program_cache_memory_hits", "program_cache_disk_hits",
-        "compile_seconds", "inline_sequences", "reference_mismatches")
+        "compile_seconds", "inline_sequences", "reference_mismatches",
+        "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips")
 
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)

@@ -1,13 +1,22 @@
 """Every cache key is built here: what changes generated code enters, nothing else does."""
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 
 
+@functools.lru_cache(maxsize=1)
 def compiler_versions() -> str:
+    """Compiler versions and the helpers generated kernels inline (executors/cpu_lib.py): a
+    change to either must not load kernels compiled before it."""
     import numba
     import numpy
-    return f"numba={numba.__version__};numpy={numpy.__version__}"
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "executors",
+                       "cpu_lib.py")
+    with open(lib, "rb") as f:
+        lib_hash = hashlib.sha1(f.read()).hexdigest()[:12]
+    return f"numba={numba.__version__};numpy={numpy.__version__};cpu_lib={lib_hash}"
 
 
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:

@@ -182,10 +182,13 @@ def _discard_numba_cache(k):
 
 
 def _fresh(stale):
+    """A new dispatcher for ``stale``'s function: it compiles afresh (the damaged cache files
+    are gone) and writes a sound cache entry for the next process."""
     import numba
     opts = dict(stale.targetoptions)
     opts.pop("cache", None)
-    return numba.njit(cache=False, **opts)(stale.py_func)
+    opts.pop("nopython", None)      # implied by njit (passing it warns)
+    return numba.njit(cache=True, **opts)(stale.py_func)
 
 
 def cache_info() -> dict:

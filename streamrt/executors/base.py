@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from .. import dtypes as D
 from .. import stats
 from ..config import settings
 from ..profiler import collector
@@ -105,7 +106,7 @@ def run_refop(p, val):
             if p.op == "astype":
                 r = np.asarray(args[0]).astype(p.dtype)
             else:
-                r = op.ref(*args)
+                r = op.ref(*loop_args(p, args))
         elif p.kind == "reduce":
             axes, keepdims, acc = p.params
             x = np.asarray(args[0])
@@ -122,6 +123,15 @@ def run_refop(p, val):
         else:
             raise TypeError(f"cannot evaluate {p}")
     return np.asarray(r).astype(p.dtype, copy=False).reshape(p.shape)
+
+
+def loop_args(p, args):
+    """Array operands of map port ``p`` cast to the dtypes its kernel loop uses, so NumPy
+    computes in the dtype streamrt promises (bool -> float32, not NumPy's float16)."""
+    want = [D.bool_, p.loop_dtype, p.loop_dtype] if p.op == "where" else \
+        [p.loop_dtype] * len(args)
+    return [a.astype(w, copy=False) if w is not None and isinstance(a, (np.ndarray, np.generic))
+            else a for a, w in zip(args, want)]
 
 
 def scalar_value(p):

@@ -90,7 +90,7 @@ class CPUExecutor(Executor):
         k = prog.kernel
         args = [prog.table]
         for a in k.loads:
-            args.append(a.port.base_view()[0].value.reshape(-1))
+            args.append(a.port.base_view()[0].host_value().reshape(-1))
         for a in k.stores:
             args.append(a.port.value.reshape(-1))
         for s in k.scalars:

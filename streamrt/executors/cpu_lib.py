@@ -32,7 +32,7 @@ def _fmod(a, b):
     # NumPy's npy_divmod: result has the sign of b
     if b == 0:
         return a * np.nan
-    m = math.fmod(a, b)
+    m = np.fmod(a, b)
     if m != 0:
         if (b < 0) != (m < 0):
             m += b
@@ -45,13 +45,13 @@ def _fmod(a, b):
 def _ffloordiv(a, b):
     if b == 0:
         return a / b
-    m = math.fmod(a, b)
+    m = np.fmod(a, b)
     div = (a - m) / b
     if m != 0:
         if (b < 0) != (m < 0):
             div -= 1.0
     if div != 0:
-        fl = math.floor(div)
+        fl = np.floor(div)
         if div - fl > 0.5:
             fl += 1.0
     else:
@@ -91,9 +91,9 @@ def _isign(a):
 @njit(inline="always", cache=True, error_model="numpy")
 def _fsign(a):
     if a > 0:
-        return a - a + 1
+        return 1.0     # not a - a + 1: inf - inf is nan
     if a < 0:
-        return a - a - 1
+        return -1.0
     return a   # 0 -> 0, nan -> nan
 
 

@@ -16,7 +16,11 @@ def _make(name):
     if name == "reference":
         from .reference import ReferenceExecutor
         return ReferenceExecutor()
-    raise ValueError(f"unknown STREAMRT_BACKEND {name!r}; available: cpu, reference")
+    if name in ("opencl", "cuda"):
+        from .devices import make_device_executor
+        return make_device_executor(name)
+    raise ValueError(f"unknown STREAMRT_BACKEND {name!r}; available: cpu, reference, opencl, "
+                     "cuda")
 
 
 def get(name=None):

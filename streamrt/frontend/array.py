@@ -150,7 +150,8 @@ def record_map(name, *args, site=None):
         # constant folding: every operand is a known scalar
         from ..executors.base import ref_value
         with np.errstate(all="ignore"):
-            vals = [ref_value(p) if p.kind == "scalar" else p.value for p in ports]
+            vals = [ref_value(p) if p.kind == "scalar" else p.value.astype(w, copy=False)
+                    for p, w in zip(ports, want)]
             r = op.ref(*vals) if name != "astype" else vals[0]
         return Array._wrap(const_port(np.asarray(r, dtype=out_dt), site))
     port = Port("map", name, out_dt, shape, tuple(ports), (), site, loop_dtype=loop_dt)
@@ -257,6 +258,8 @@ def basic_index(p, key, site):
             new_shape.append(1)
             new_st.append(0)
         elif isinstance(k, slice):
+            if k.step == 0:
+                raise record_error(ValueError, "slice step cannot be zero", site)
             start, stop, step = k.indices(shape[dim])
             new_shape.append(len(range(start, stop, step)))
             new_st.append(st[dim] * step)
@@ -523,7 +526,7 @@ class Array:
         site = callsite()
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape, site=site)
+        return reshape(self, shape, site=site, order=order)
 
     def transpose(self, *axes):
         site = callsite()
@@ -738,8 +741,11 @@ Array.__rmatmul__ = _rmatmul
 
 
 # ---- shape functions ----------------------------------------------------------------------
-def reshape(x, shape, site=None):
+def reshape(x, shape, site=None, order="C"):
     site = site or callsite()
+    if order != "C":
+        raise record_error(ArgumentError, f"reshape: order={order!r} is not supported (only "
+                           "'C')", site)
     p = operand(x, site)
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
@@ -774,6 +780,10 @@ def transpose(x, axes=None, site=None):
     nd = len(p.shape)
     if axes is None:
         axes = tuple(reversed(range(nd)))
+    for a in axes if axes and len(axes) == nd else ():
+        if not -nd <= int(a) < nd:
+            raise record_error(StreamrtAxisError, f"transpose: axis {a} is out of bounds for "
+                               f"array of dimension {nd}", site)
     axes = tuple(int(a) % nd if nd else 0 for a in axes) if axes else ()
     if sorted(axes) != list(range(nd)):
         raise record_error(ArgumentError, f"axes {axes} don't match array of {nd} dims", site)

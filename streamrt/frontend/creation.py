@@ -32,8 +32,15 @@ def array(obj, dtype=None, copy=True, **kw):
     return Array._wrap(const_port(np.asarray(obj), site, dtype))
 
 
+def _canonical(dtype, site):
+    try:
+        return D.canonical(dtype)
+    except TypeError as e:
+        raise record_error(DTypeError, str(e), site) from None
+
+
 def _fill(shape, value, dtype, site):
-    dt = D.canonical(dtype) if dtype is not None else None
+    dt = _canonical(dtype, site) if dtype is not None else None
     a = np.full(shape, value, dtype=dt)
     return Array._wrap(const_port(a, site))
 
@@ -53,7 +60,7 @@ def empty(shape, dtype=float):
 def full(shape, fill_value, dtype=None):
     site = callsite()
     if dtype is None:
-        dtype = D.canonical(np.asarray(fill_value).dtype)
+        dtype = _canonical(np.asarray(fill_value).dtype, site)
     return _fill(shape, fill_value, dtype, site)
 
 
@@ -97,7 +104,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
 
 def eye(N, M=None, k=0, dtype=float):
     site = callsite()
-    return Array._wrap(const_port(np.eye(N, M, k, dtype=D.canonical(dtype)), site))
+    return Array._wrap(const_port(np.eye(N, M, k, dtype=_canonical(dtype, site)), site))
 
 
 __all__ = ["asarray", "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

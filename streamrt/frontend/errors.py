@@ -68,7 +68,7 @@ class ShapeError(StreamrtError, ValueError):
     """Shapes that do not broadcast or fit (raised at record time)."""
 
 
-class StreamrtAxisError(StreamrtError, ValueError, IndexError):
+class StreamrtAxisError(StreamrtError, np.exceptions.AxisError):
     """An axis out of range (raised at record time)."""
 
 

@@ -23,7 +23,7 @@ from ..executors import registry
 from ..proggen import sequence
 from ..profiler import collector
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import NEW, Port, current_queue
+from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue
 from .array import Array, const_port
 from .errors import ArgumentError, MacroError, callsite, record_error
 
@@ -38,14 +38,17 @@ class _Recording:
 
 
 def _control_key(v, site, what):
+    """A hashable key of a control value, with the type of every scalar in it: 2, 2.0 and True
+    are equal in Python but give different dtypes in the body."""
+    t = type(v)
+    if t is tuple or t is list:
+        return (t, tuple([_control_key(x, site, what) for x in v]))
+    if t is dict:
+        return (t, tuple(sorted((k, _control_key(x, site, what)) for k, x in v.items())))
     try:
         hash(v)
-        return v
+        return (t, v)
     except TypeError:
-        if isinstance(v, (list, tuple)):
-            return tuple(_control_key(x, site, what) for x in v)
-        if isinstance(v, dict):
-            return tuple(sorted((k, _control_key(x, site, what)) for k, x in v.items()))
         raise record_error(ArgumentError, f"{what}: control argument of type "
                            f"{type(v).__name__} is not hashable; pass arrays as inputs and "
                            "hashable values as controls", site) from None
@@ -92,9 +95,27 @@ class _Section:
 
 def _builder(recipes):
     """A generated function that re-creates the section's ports from new inputs: straight-line
-    code, no per-op interpretation (the replay's hot path)."""
-    g = {"Port": Port}
+    code, no per-op interpretation (the replay's hot path). Inputs and frozen values come first,
+    then views of inputs (a view is numbered before its base), then the recorded ops in order."""
+    g = {"Port": Port, "DONE": DONE, "SUBMITTED": SUBMITTED}
     lines = ["def build(inputs, q):"]
+    for i, r in enumerate(recipes):
+        if r[0] == "I":
+            lines.append(f"    p{i} = inputs[{r[1]}]._port")
+        elif r[0] == "B":
+            lines.append(f"    p{i} = inputs[{r[1]}]._port.inputs[0]")
+        elif r[0] == "F":
+            g[f"f{i}"] = r[1]
+            lines.append(f"    p{i} = f{i}")
+    for i, r in enumerate(recipes):
+        if r[0] == "V":
+            # a view of an input taken inside the body (not recorded: its base was computed)
+            _, b, dt, shape, params, site = r
+            g[f"c{i}"] = (dt, shape, params, site)
+            lines.append(f"    d, s, a, t = c{i}")
+            lines.append(f"    p{i} = Port('view', 'view', d, s, (p{b},), a, t)")
+            lines.append(f"    p{b}.nrefs += 1")
+            lines.append(f"    p{i}.state = DONE if p{b}.state == DONE else SUBMITTED")
     for i, r in enumerate(recipes):
         if r[0] == "N":
             _, kind, op, dt, shape, ins, params, site, loop = r
@@ -102,11 +123,6 @@ def _builder(recipes):
             tup = "(" + "".join(f"p{j}, " for j in ins) + ")"
             lines.append(f"    k, o, d, s, a, t, l = c{i}")
             lines.append(f"    p{i} = Port(k, o, d, s, {tup}, a, t, q, None, None, l)")
-        elif r[0] == "I":
-            lines.append(f"    p{i} = inputs[{r[1]}]._port")
-        else:
-            g[f"f{i}"] = r[1]
-            lines.append(f"    p{i} = f{i}")
     lines.append("    return [" + ", ".join(f"p{i}" for i in range(len(recipes))) + "]")
     exec(compile("\n".join(lines), "<streamrt macro replay>", "exec"), g)  # noqa: S102
     return g["build"]
@@ -128,17 +144,23 @@ class Macro:
 
     def _split_args(self, args, kwargs, site):
         inputs, sig = [], []
+        seen = {}           # aliasing: the same array (or view base) passed twice
 
         def conv(name, v):
             if name not in self.static_argnames:
                 if isinstance(v, Array):
                     inputs.append(v)
                     p = v._port
-                    return ("I", p.shape, p.dtype, p.kind)
+                    alias = seen.setdefault(p.id, len(seen))
+                    if p.kind == "view":    # where the view reads is part of the code
+                        return ("I", p.shape, p.dtype, p.kind, alias, p.params,
+                                seen.setdefault(("base", p.inputs[0].id), len(seen)))
+                    return ("I", p.shape, p.dtype, p.kind, alias)
                 if isinstance(v, np.ndarray):
                     a = Array._wrap(const_port(v, site))
                     inputs.append(a)
-                    return ("I", a.shape, a.dtype, "const")
+                    return ("I", a.shape, a.dtype, "const",
+                            seen.setdefault(a._port.id, len(seen)))
             return ("K", _control_key(v, site, self.name))
 
         new_args = []
@@ -205,8 +227,22 @@ class Macro:
             # nothing recorded (the body only returned inputs or constants)
             return out
         input_pos = {a._port.id: i for i, a in enumerate(inputs)}
-        recipes = []
+        # bases of input views (re-derived from the new inputs, never frozen)
+        base_pos = {a._port.inputs[0].id: i for i, a in enumerate(inputs)
+                    if a._port.kind == "view"}
         num = {p.id: i for i, p in enumerate(kports)}
+        kports = list(kports)
+        for a in leaves:
+            # outputs no recorded op reads (an input returned as it is, a view of an input)
+            # are numbered too, so that a replay returns them for its own inputs
+            p = a._port
+            if p.id not in num:
+                if p.kind == "view" and p.inputs[0].id not in num:
+                    num[p.inputs[0].id] = len(kports)
+                    kports.append(p.inputs[0])
+                num[p.id] = len(kports)
+                kports.append(p)
+        recipes = []
         for p in kports:
             if p.state == NEW:
                 recipes.append(("N", p.kind, p.op, p.dtype, p.shape,
@@ -214,27 +250,33 @@ class Macro:
                                 p.loop_dtype))
             elif p.id in input_pos:
                 recipes.append(("I", input_pos[p.id]))
+            elif p.id in base_pos:
+                recipes.append(("B", base_pos[p.id]))
+            elif p.kind == "view" and (p.inputs[0].id in input_pos
+                                       or p.inputs[0].id in base_pos):
+                # a view of an input taken in the body: its base was computed, so it was
+                # not recorded; re-create it over the new input at each replay
+                recipes.append(("V", num[p.inputs[0].id], p.dtype, p.shape, p.params, p.site))
             else:
                 recipes.append(("F", p))       # a constant or closure value: frozen
         seq = proggen_generate(entries, executor)
         t = sequence.to_template(seq, kports)
-        outputs = []
-        for a in leaves:
-            i = num.get(a._port.id)
-            outputs.append(("P", i) if i is not None and kports[i].state == NEW
-                           else ("F", a._port))
+        outputs = tuple(("P", num[a._port.id]) for a in leaves)
         cscheduler.submit_replay(seq, kports, executor)
         if t is not None:
-            macro_cache.get().put_section(key, _Section(tuple(recipes), t, tuple(outputs),
-                                                         struct, len(kports)))
+            macro_cache.get().put_section(key, _Section(tuple(recipes), t, outputs, struct,
+                                                         len(kports)))
         return out
 
     # ---- later calls: re-create the ports, submit the template -------------------------------
     def _replay(self, sec, inputs, q, executor):
         self.replays += 1
+        if q.entries:
+            # inputs may still be pending in the work queue: submit them first (as _record does)
+            cscheduler.flush(q, reason="macro-begin")
         ports = sec.build(inputs, q)
         stats.add("ops_recorded", sec.nnew)
-        leaves = [Array._wrap(ports[o[1]] if o[0] == "P" else o[1]) for o in sec.outputs]
+        leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)

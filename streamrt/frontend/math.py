@@ -20,13 +20,19 @@ __all__ = []
 def _make_map(name):
     op = OPS[name]
     if op.arity == 1:
-        def f(x, /, dtype=None):
+        def f(x, /, out=None, *, dtype=None):
             site = callsite()
+            if out is not None:
+                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays "
+                                   "are immutable; use the return value)", site)
             r = record_map(name, x, site=site)
             return _astype(r, dtype, site=site) if dtype is not None else r
     elif op.arity == 2:
-        def f(x1, x2, /, dtype=None):
+        def f(x1, x2, /, out=None, *, dtype=None):
             site = callsite()
+            if out is not None:
+                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays "
+                                   "are immutable; use the return value)", site)
             r = record_map(name, x1, x2, site=site)
             return _astype(r, dtype, site=site) if dtype is not None else r
     else:
@@ -162,7 +168,7 @@ def matmul(a, b, out=None):
 def reshape(a, shape=None, order="C", **kw):
     if shape is None:
         shape = kw.get("newshape")
-    return _reshape(a, shape, site=callsite())
+    return _reshape(a, shape, site=callsite(), order=order)
 
 
 def transpose(a, axes=None):
@@ -178,7 +184,7 @@ def broadcast_to(a, shape):
 
 
 def ravel(a, order="C"):
-    return _reshape(a, (-1,), site=callsite())
+    return _reshape(a, (-1,), site=callsite(), order=order)
 
 
 def copy(a, order="K"):
@@ -199,7 +205,7 @@ def expand_dims(a, axis):
     site = callsite()
     p = operand(a, site)
     nd = len(p.shape) + 1
-    ax = axis % nd
+    ax = normalize_axes(axis, nd, site, "expand_dims")[0]
     shape = list(p.shape)
     shape.insert(ax, 1)
     return _reshape(Array._wrap(p), tuple(shape), site=site)

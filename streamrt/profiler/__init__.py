@@ -11,9 +11,14 @@ from . import collector
 
 @contextlib.contextmanager
 def profile(path="run.stprof"):
-    """Profile the enclosed code; the run file is written when the block ends."""
+    """Profile the enclosed code; the run file is written when the block ends.
+
+    Work recorded before the block is run first (and not profiled), so the profile covers
+    exactly the operations recorded inside it."""
     if collector.active() is not None:
         raise RuntimeError("a profile is already being recorded")
+    from ..scheduler import cscheduler
+    cscheduler.sync()
     c = collector.start(path)
     try:
         yield c

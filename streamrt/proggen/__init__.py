@@ -17,6 +17,10 @@ def _renderer(name):
         if name == "numba":
             from . import render_numba
             RENDERERS[name] = render_numba.render
+        elif name in ("opencl", "opencl-fp32", "cuda"):
+            from . import render_c
+            RENDERERS[name] = {"opencl": render_c.render_opencl, "cuda": render_c.render_cuda,
+                               "opencl-fp32": render_c.render_opencl_fp32}[name]
     return RENDERERS[name]
 
 
@@ -56,7 +60,7 @@ def generate(entries, backend_caps):
     return ProgramSequence(programs, dead, groups)
 
 
-def split(prog):
+def split(prog, renderer="numba"):
     """A kernel that failed to compile, split in two halves (ports crossing the cut are stored)."""
     ops = prog.ops
     if len(ops) < 2:
@@ -75,5 +79,5 @@ def split(prog):
     for part in (first, second):
         reds = [p for p in part if p.kind == "reduce"]
         sp = k.space
-        out.append(kernel_program(part, cross, sp, k.axes if reds else (), "numba"))
+        out.append(kernel_program(part, cross, sp, k.axes if reds else (), renderer))
     return out

@@ -26,6 +26,10 @@ class EScheduler:
         self.table = PendingTable()
         self.cond = threading.Condition()
         self.flow = flow
+        # ports another application thread is computing inline (not in the table) that
+        # parked programs wait for: run_inline posts ("inline_done", prog) when they are done
+        self.inline_waits = set()
+        self.wlock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
         self.thread.start()
         self.launch_log = None     # tests may set a list: program launch order
@@ -72,6 +76,12 @@ class EScheduler:
                 except Exception as e:  # noqa: BLE001 - delivered at the read
                     err = e
             self._settle(prog, err)
+            if self.inline_waits:
+                with self.wlock:
+                    hit = [p for p in prog.outputs if p.id in self.inline_waits]
+                    self.inline_waits.difference_update(p.id for p in hit)
+                if hit:
+                    self.q.put(("inline_done", prog))
         seq.programs = []
 
     def _settle(self, prog, err):
@@ -113,6 +123,8 @@ class EScheduler:
                     self._submit(msg[1], msg[2])
                 elif kind == "complete":
                     self._complete(msg[1], msg[2])
+                elif kind == "inline_done":
+                    self._retry(msg[1])
                 elif kind == "stop":
                     return
             except BaseException as e:  # noqa: BLE001 - never let the scheduler thread die
@@ -143,7 +155,17 @@ class EScheduler:
                     self.table.park(prog, dep)
                     return
                 # a port of another thread's queue not flushed yet cannot occur: the read
-                # that created this program flushed its inputs' queues first.
+                # that created this program flushed its inputs' queues first. A port that
+                # thread is computing inline is waited for through inline_waits.
+                with self.wlock:
+                    inline = dep.state == SUBMITTED
+                    if inline:
+                        self.inline_waits.add(dep.id)
+                        self.table.add(dep)
+                        self.table.park(prog, dep)
+                if inline:
+                    return
+                return self._try(prog)          # it completed meanwhile: check again
         ex = prog.executor
         for p in prog.outputs:
             if p.value is None:
@@ -161,16 +183,20 @@ class EScheduler:
 
     def _finish(self, prog, err):
         self._settle(prog, err)
-        retry = []
-        for p in prog.outputs:
-            retry.extend(self.table.complete(p))
-        for r in retry:
-            self._try(r)
+        self._retry(prog)
         seq = prog.seq
         if seq is not None:
             seq.remaining -= 1
             if seq.remaining == 0:
                 self._seq_done(seq)
+
+    def _retry(self, prog):
+        """Launch (or park again) the programs parked on ``prog``'s outputs."""
+        retry = []
+        for p in prog.outputs:
+            retry.extend(self.table.complete(p))
+        for r in retry:
+            self._try(r)
 
     def _seq_done(self, seq):
         seq.programs = []

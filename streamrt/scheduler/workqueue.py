@@ -76,15 +76,20 @@ class Port:
         """The computed value as an ndarray (views are built over the base's buffer)."""
         if self.kind == "view":
             base, off, st = self.base_view()
-            flat = base.value.reshape(-1)
+            flat = _host(base.value).reshape(-1)
             it = flat.itemsize
             if self.size == 0:
                 return np.empty(self.shape, self.dtype)
             return np.lib.stride_tricks.as_strided(flat[off:], self.shape, [s * it for s in st])
-        return self.value
+        return _host(self.value)
 
     def __repr__(self):
         return f"Port#{self.id}({self.kind}:{self.op} {self.dtype}{list(self.shape)})"
+
+
+def _host(v):
+    """A port value as a host ndarray: a device executor's DeviceArray is copied back once."""
+    return v if v is None or isinstance(v, np.ndarray) else v.host()
 
 
 class WorkQueue:

@@ -1,0 +1,578 @@
+"""streamrt against NumPy, numexpr, Numba (and JAX when installed) on a few workloads.
+
+    python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--libs numpy,numba,...]
+                             [--repeat 5] [--json PATH] [--cold-cache]
+
+Each (workload, library) pair runs in its own subprocess (this file with ``--worker``), so
+libraries do not share threads, allocator state or JIT caches. A worker builds the inputs
+from a seeded RNG, computes the NumPy result in-process, calls the library once (the
+*first* call: JIT compilation, or streamrt's disk-cache load), once more untimed (warm-up),
+then ``--repeat`` timed calls; it checks the library's result against NumPy's and prints
+one JSON line. The parent prints a table. See benchmarks/README.md.
+
+Adding a workload: subclass ``Workload`` with ``name``, ``sizes``, ``inputs``, a ``formula``
+(written once against an array module ``m``: numpy, streamrt or jax.numpy) and, where it
+makes sense, hand-written ``numexpr`` / ``numba`` setups; decorate it with ``@register``."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import ClassVar
+
+import numpy as np
+
+HERE = os.path.abspath(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LIBS = ("numpy", "numexpr", "numba", "streamrt", "jax")
+
+WORKLOADS: dict[str, type] = {}
+
+
+def register(cls):
+    WORKLOADS[cls.name] = cls
+    return cls
+
+
+# ---- helpers used by the library setups ---------------------------------------------------
+_FLOAT = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+
+
+def ne_expr(expr: str):
+    """A numexpr evaluator for ``expr`` whose float literals stay float32 (numexpr treats a
+    literal like ``0.5`` as float64, which would turn every float32 expression into float64).
+    Returns f(**arrays) -> array."""
+    import numexpr as ne
+    consts = {}
+
+    def name(m):
+        consts[f"_c{len(consts)}"] = np.float32(m.group(1))
+        return f"_c{len(consts) - 1}"
+
+    text = _FLOAT.sub(name, expr)
+    return lambda **arrays: ne.evaluate(text, local_dict={**consts, **arrays})
+
+
+def to_numpy(results):
+    """Results as NumPy arrays or Python floats (forces lazy/async results)."""
+    out = []
+    for r in results:
+        a = np.asarray(r)
+        out.append(float(a) if a.ndim == 0 else a)
+    return tuple(out)
+
+
+def max_rel_err(got, want, floor):
+    """max |got - want| / max(|want|, floor) over all results (float64 arithmetic)."""
+    err = 0.0
+    for g, w in zip(got, want):
+        g, w = np.atleast_1d(np.asarray(g, np.float64)), np.atleast_1d(np.asarray(w, np.float64))
+        if g.shape != w.shape:
+            return float("inf")
+        with np.errstate(invalid="ignore"):
+            d = np.abs(g - w) / np.maximum(np.abs(w), floor)
+        d[(g == w) | (np.isnan(g) & np.isnan(w))] = 0.0   # equal infinities, NaN for NaN
+        d[np.isnan(d)] = np.inf                  # NaN on one side only (or inf - inf)
+        err = max(err, float(d.max()) if d.size else 0.0)
+    return err
+
+
+# ---- workloads ----------------------------------------------------------------------------
+class Workload:
+    name = ""
+    doc = ""
+    sizes: ClassVar[dict] = {"full": (), "quick": ()}     # input shape
+    rtol, floor = 1e-5, 1e-6              # check: max_rel_err(got, numpy) <= rtol
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def inputs(self, rng) -> tuple:
+        raise NotImplementedError
+
+    @staticmethod
+    def formula(m, *inputs) -> tuple:
+        """The computation, against array module ``m`` (numpy, streamrt, jax.numpy)."""
+        raise NotImplementedError
+
+    def bytes_moved(self) -> int | None:
+        """Bytes read + written by an ideal single pass (for achieved bandwidth)."""
+        return None
+
+    # each setup takes the NumPy inputs and returns a zero-argument callable whose result
+    # is fully computed and readable by NumPy when it returns (None: not implemented)
+    def numpy(self, inputs):
+        return lambda: self.formula(np, *inputs)
+
+    def streamrt(self, inputs):
+        import streamrt as ps
+        lazy = [ps.asarray(a) for a in inputs]   # copied into streamrt, outside the timing
+        ps.sync()
+        return lambda: to_numpy(self.formula(ps, *lazy))
+
+    def jax(self, inputs):
+        import jax
+        import jax.numpy as jnp
+        f = jax.jit(lambda *a: self.formula(jnp, *a))
+        dev = [jax.device_put(a) for a in inputs]
+        return lambda: to_numpy(jax.block_until_ready(f(*dev)))
+
+    numexpr = None
+    numba = None
+
+    def extra(self, lib, inputs, repeat) -> dict:
+        """Additional measurements of a worker (e.g. copy bandwidth)."""
+        return {}
+
+
+# Abramowitz-Stegun polynomial for the cumulative normal distribution
+A1, A2, A3, A4, A5 = 0.31938153, -0.356563782, 1.781477937, -1.821255978, 1.330274429
+RSQRT2PI = 0.3989422804014327
+RATE, VOL = 0.02, 0.30
+
+
+@register
+class BlackScholes(Workload):
+    name = "blackscholes"
+    doc = "European call + put prices, A-S polynomial CND, float32"
+    sizes: ClassVar[dict] = {"full": (10_000_000,), "quick": (1_000_000,)}
+    rtol, floor = 1e-3, 1.0       # float32 with cancellation in the put: 1e-3 relative / $1e-3
+
+    def inputs(self, rng):
+        n = self.shape[0]
+        return (rng.uniform(5.0, 30.0, n).astype(np.float32),     # spot
+                rng.uniform(1.0, 100.0, n).astype(np.float32),    # strike
+                rng.uniform(0.25, 10.0, n).astype(np.float32))    # years
+
+    @staticmethod
+    def formula(m, S, X, T):
+        def cnd(d):
+            k = 1.0 / (1.0 + 0.2316419 * m.abs(d))
+            poly = k * (A1 + k * (A2 + k * (A3 + k * (A4 + k * A5))))
+            c = RSQRT2PI * m.exp(-0.5 * d * d) * poly
+            return m.where(d > 0, 1.0 - c, c)
+        sqrt_t = m.sqrt(T)
+        d1 = (m.log(S / X) + (RATE + 0.5 * VOL * VOL) * T) / (VOL * sqrt_t)
+        d2 = d1 - VOL * sqrt_t
+        xe = X * m.exp(-RATE * T)
+        n1, n2 = cnd(d1), cnd(d2)
+        return S * n1 - xe * n2, xe * (1.0 - n2) - S * (1.0 - n1)
+
+    def numexpr(self, inputs):
+        S, X, T = inputs
+        d1_ = ne_expr(f"(log(S / X) + {RATE + 0.5 * VOL * VOL!r} * T) / ({VOL!r} * sqrt(T))")
+        d2_ = ne_expr(f"d1 - {VOL!r} * sqrt(T)")
+        k_ = ne_expr("1.0 / (1.0 + 0.2316419 * abs(d))")
+        c_ = ne_expr(f"{RSQRT2PI!r} * exp(-0.5 * d * d) * (k * ({A1!r} + k * ({A2!r} + k * "
+                     f"({A3!r} + k * ({A4!r} + k * {A5!r})))))")
+        cnd_ = ne_expr("where(d > 0, 1.0 - c, c)")
+        xe_ = ne_expr(f"X * exp({-RATE!r} * T)")
+        call_ = ne_expr("S * n1 - xe * n2")
+        put_ = ne_expr("xe * (1.0 - n2) - S * (1.0 - n1)")
+
+        def cnd(d):
+            return cnd_(d=d, c=c_(d=d, k=k_(d=d)))
+
+        def run():
+            d1 = d1_(S=S, X=X, T=T)
+            d2 = d2_(d1=d1, T=T)
+            n1, n2, xe = cnd(d1), cnd(d2), xe_(X=X, T=T)
+            return call_(S=S, n1=n1, xe=xe, n2=n2), put_(S=S, n1=n1, xe=xe, n2=n2)
+        return run
+
+    def numba(self, inputs):
+        from numba import njit, prange
+        f = np.float32
+        rate, vol = f(RATE), f(VOL)
+
+        @njit(fastmath=False, inline="always")
+        def cnd(d):
+            k = f(1.0) / (f(1.0) + f(0.2316419) * abs(d))
+            c = f(RSQRT2PI) * np.exp(f(-0.5) * d * d) * (
+                k * (f(A1) + k * (f(A2) + k * (f(A3) + k * (f(A4) + k * f(A5))))))
+            return f(1.0) - c if d > 0 else c
+
+        @njit(parallel=True, fastmath=False)
+        def bs(S, X, T, rate, vol):
+            n = S.shape[0]
+            call = np.empty(n, np.float32)
+            put = np.empty(n, np.float32)
+            for i in prange(n):
+                s, x, t = S[i], X[i], T[i]
+                sqrt_t = np.sqrt(t)
+                d1 = (np.log(s / x) + (rate + f(0.5) * vol * vol) * t) / (vol * sqrt_t)
+                d2 = d1 - vol * sqrt_t
+                xe = x * np.exp(-rate * t)
+                n1, n2 = cnd(d1), cnd(d2)
+                call[i] = s * n1 - xe * n2
+                put[i] = xe * (f(1.0) - n2) - s * (f(1.0) - n1)
+            return call, put
+        return lambda: bs(*inputs, rate, vol)
+
+
+@register
+class Chain(Workload):
+    name = "chain"
+    doc = "10-op element-wise chain, 2 float32 inputs -> 1 output (memory-bound)"
+    sizes: ClassVar[dict] = {"full": (20_000_000,), "quick": (2_000_000,)}
+    rtol, floor = 1e-5, 1e-3
+    EXPR = "((((a * 1.5 + b) * 0.5 - a) * b + a) * 0.25 - b) * a + 1.0"
+
+    def inputs(self, rng):
+        n = self.shape[0]
+        return (rng.random(n, np.float32), rng.random(n, np.float32))
+
+    @staticmethod
+    def formula(m, a, b):
+        return (((((a * 1.5 + b) * 0.5 - a) * b + a) * 0.25 - b) * a + 1.0,)
+
+    def bytes_moved(self):
+        return 3 * 4 * int(np.prod(self.shape))     # read a, b; write the result
+
+    def numexpr(self, inputs):
+        f = ne_expr(self.EXPR)
+        a, b = inputs
+        return lambda: (f(a=a, b=b),)
+
+    def numba(self, inputs):
+        from numba import njit, prange
+        f = np.float32
+
+        @njit(parallel=True, fastmath=False)
+        def chain(a, b):
+            out = np.empty_like(a)
+            for i in prange(a.shape[0]):
+                x, y = a[i], b[i]
+                out[i] = ((((x * f(1.5) + y) * f(0.5) - x) * y + x) * f(0.25) - y) * x + f(1.0)
+            return out
+        return lambda: (chain(*inputs),)
+
+    def extra(self, lib, inputs, repeat):
+        """numba worker: the 2-thread copy bandwidth (prange copy into a warm buffer)."""
+        if lib != "numba":
+            return {}
+        import numba
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def copy(src, dst):
+            for i in prange(src.shape[0]):
+                dst[i] = src[i]
+        a = inputs[0]
+        dst = np.empty_like(a)
+        copy(a, dst)
+        copy(a, dst)
+        ts = []
+        for _ in range(max(repeat, 5)):
+            t0 = time.perf_counter()
+            copy(a, dst)
+            ts.append(time.perf_counter() - t0)
+        return {"copy_gbps": 2 * a.nbytes / statistics.median(ts) / 1e9,
+                "copy_threads": numba.get_num_threads()}
+
+
+@register
+class Softmax(Workload):
+    name = "softmax"
+    doc = "row softmax of a float32 matrix"
+    sizes: ClassVar[dict] = {"full": (4096, 2048), "quick": (1024, 1024)}
+    rtol, floor = 1e-4, 1e-7
+
+    def inputs(self, rng):
+        return (rng.standard_normal(self.shape, np.float32) * np.float32(4.0),)
+
+    @staticmethod
+    def formula(m, x):
+        e = m.exp(x - m.max(x, axis=1, keepdims=True))
+        return (e / m.sum(e, axis=1, keepdims=True),)
+
+    def bytes_moved(self):
+        return 2 * 4 * int(np.prod(self.shape))
+
+    def numexpr(self, inputs):
+        """numexpr for the element-wise parts; the row max/sum with NumPy (numexpr's own
+        axis reductions are single-threaded and ~5x slower than NumPy's)."""
+        (x,) = inputs
+        ex, div = ne_expr("exp(x - mx)"), ne_expr("e / s")
+
+        def run():
+            e = ex(x=x, mx=x.max(axis=1, keepdims=True))
+            return (div(e=e, s=e.sum(axis=1, keepdims=True)),)
+        return run
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def softmax(x):
+            rows, cols = x.shape
+            out = np.empty_like(x)
+            for r in prange(rows):
+                mx = np.float32(-np.inf)
+                for c in range(cols):
+                    mx = max(mx, x[r, c])
+                s = 0.0
+                for c in range(cols):
+                    e = np.exp(x[r, c] - mx)
+                    out[r, c] = e
+                    s += e
+                s32 = np.float32(s)
+                for c in range(cols):
+                    out[r, c] = out[r, c] / s32
+            return out
+        return lambda: (softmax(*inputs),)
+
+
+@register
+class Reduce(Workload):
+    name = "reduce"
+    doc = "sum(x*x) and max(abs(x)) of a float32 vector"
+    sizes: ClassVar[dict] = {"full": (20_000_000,), "quick": (2_000_000,)}
+    rtol, floor = 1e-5, 1e-6
+
+    def inputs(self, rng):
+        return (rng.standard_normal(self.shape[0], np.float32),)
+
+    @staticmethod
+    def formula(m, x):
+        return m.sum(x * x), m.max(m.abs(x))
+
+    def bytes_moved(self):
+        return 4 * int(np.prod(self.shape))
+
+    def numexpr(self, inputs):
+        """numexpr's reductions (note: they accumulate a float32 sum in float32)."""
+        (x,) = inputs
+        ss, mx = ne_expr("sum(x * x)"), ne_expr("max(abs(x))")
+        return lambda: (ss(x=x), mx(x=x))
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def reduce(x):
+            s = 0.0
+            m = np.float32(0.0)
+            for i in prange(x.shape[0]):
+                v = x[i]
+                s += v * v             # float32 product, float64 accumulator
+                m = max(m, abs(v))
+            return np.float32(s), m
+        return lambda: reduce(*inputs)
+
+
+# ---- worker -------------------------------------------------------------------------------
+def worker(lib, name, shape, repeat, seed) -> dict:
+    wl = WORKLOADS[name](shape)
+    inputs = wl.inputs(np.random.default_rng(seed))
+    want = to_numpy(wl.formula(np, *inputs))
+    res = {"lib": lib, "workload": name, "shape": list(wl.shape)}
+    setup = getattr(wl, lib)
+    if setup is None:
+        return {**res, "skipped": "not implemented"}
+    if lib == "streamrt":
+        sys.path.insert(0, ROOT)
+    fn = setup(inputs)
+    if lib == "streamrt":
+        import streamrt as ps
+        ps.reset_stats()
+    t0 = time.perf_counter()
+    got = to_numpy(fn())
+    first = time.perf_counter() - t0
+    to_numpy(fn())                                   # warm-up
+    if lib == "streamrt":
+        first_stats = ps.runtime_stats()
+        ps.reset_stats()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        to_numpy(fn())
+        times.append(time.perf_counter() - t0)
+    err = max_rel_err(got, want, wl.floor)
+    res.update(times=times, first=first, err=err, ok=bool(err <= wl.rtol), rtol=wl.rtol,
+               bytes=wl.bytes_moved(), **wl.extra(lib, inputs, repeat))
+    if lib == "streamrt":
+        st = ps.runtime_stats()
+        res.update(kernels_per_run=st["kernels_launched"] / repeat,
+                   first_compiled=first_stats["kernels_compiled"],
+                   first_loaded=first_stats["kernels_loaded_from_disk"])
+    if lib in ("numba", "streamrt"):
+        import numba
+        res["threads"] = numba.get_num_threads()
+        res["threading_layer"] = numba.threading_layer()
+    elif lib == "numexpr":
+        import numexpr
+        res["threads"] = numexpr.get_num_threads() if hasattr(numexpr, "get_num_threads") \
+            else numexpr.nthreads
+    return res
+
+
+def run_worker(lib, name, shape, args, env) -> dict:
+    cmd = [sys.executable, HERE, "--worker", lib, name, "--shape", ",".join(map(str, shape)),
+           "--repeat", str(args.repeat), "--seed", str(args.seed)]
+    base = {"lib": lib, "workload": name, "shape": list(shape)}
+    try:
+        p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {**base, "ok": False, "error": f"timeout after {args.timeout} s"}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = [ln.strip() for ln in (p.stderr or p.stdout).strip().splitlines()[-3:]]
+        return {**base, "ok": False, "error": f"exit {p.returncode}: " + " | ".join(tail)}
+    return json.loads(lines[-1])
+
+
+# ---- table --------------------------------------------------------------------------------
+def fmt_ms(t):
+    return f"{t * 1e3:.1f}" if t < 10 else f"{t:.2f}s"
+
+
+def report(results) -> str:
+    rows = [("workload", "library", "median ms", "min-max ms", "first ms", "vs numpy", "check",
+             "notes")]
+    summary = []
+    by_wl: dict[str, dict] = {}
+    for r in results:
+        by_wl.setdefault(r["workload"], {})[r["lib"]] = r
+    for wl, rs in by_wl.items():
+        med = {lib: statistics.median(r["times"]) for lib, r in rs.items() if r.get("times")}
+        t_np = med.get("numpy")
+        for lib, r in rs.items():
+            if r.get("skipped"):
+                continue
+            if "times" not in r:
+                rows.append((wl, lib, "-", "-", "-", "-", "ERROR", r.get("error", "")[-240:]))
+                continue
+            t = med[lib]
+            notes = []
+            if lib == "streamrt":
+                notes.append(f"{r['kernels_per_run']:g} kernel(s)/run; first call "
+                             + ("compiled" if r["first_compiled"] else
+                                "disk cache" if r["first_loaded"] else "in-memory")
+                             + f" ({r['first_compiled']}c/{r['first_loaded']}l)")
+            if r.get("bytes") and wl == "chain":
+                notes.append(f"{r['bytes'] / t / 1e9:.1f} GB/s")
+            if "copy_gbps" in r:
+                notes.append(f"copy {r['copy_gbps']:.1f} GB/s")
+            if not r["ok"]:
+                notes.append(f"max rel err {r['err']:.1e} > {r['rtol']:.0e}")
+            spread = f"{fmt_ms(min(r['times']))}-{fmt_ms(max(r['times']))}"
+            rows.append((wl, lib, fmt_ms(t), spread, fmt_ms(r["first"]), f"{t_np / t:.2f}x" if t_np else "-",
+                         "ok" if r["ok"] else "FAIL", "; ".join(notes)))
+        if "streamrt" in med:
+            peers = {lib: t for lib, t in med.items() if lib != "streamrt" and rs[lib]["ok"]}
+            if peers:
+                best = min(peers, key=peers.get)
+                ratio = peers[best] / med["streamrt"]
+                line = (f"{wl}: streamrt vs best peer ({best}): {ratio:.2f}x "
+                        f"({'faster' if ratio > 1 else 'slower'})")
+                if "numba" in med and "numba" != best:
+                    line += f"; vs numba: {med['numba'] / med['streamrt']:.2f}x"
+                copy = rs.get("numba", {}).get("copy_gbps")
+                if copy and rs["streamrt"].get("bytes") and wl == "chain":
+                    bw = rs["streamrt"]["bytes"] / med["streamrt"] / 1e9
+                    line += f"; streamrt bandwidth {bw:.1f} GB/s = {bw / copy:.0%} of copy"
+                summary.append(line)
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
+    out = []
+    for i, row in enumerate(rows):
+        cells = [str(c).ljust(w) if j < 2 else str(c).rjust(w)
+                 for j, (c, w) in enumerate(zip(row, widths))]
+        out.append("  ".join(cells) + "  " + row[-1])
+        if i == 0:
+            out.append("-" * len(out[0]))
+    out.append("")
+    out.extend(summary)
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=2, metavar=("LIB", "WORKLOAD"), help=argparse.SUPPRESS)
+    ap.add_argument("--shape", help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--only", help="comma-separated workloads (" + ", ".join(WORKLOADS) + ")")
+    ap.add_argument("--libs", default=",".join(LIBS), help="comma-separated libraries")
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per worker")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", metavar="PATH", help="save the results as JSON")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="streamrt workers use a fresh STREAMRT_CACHE_DIR (first call compiles)")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment variable for every worker (repeatable), e.g. "
+                         "OMP_WAIT_POLICY=PASSIVE or NUMBA_THREADING_LAYER=workqueue")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per worker")
+    args = ap.parse_args(argv)
+
+    if args.worker:
+        lib, name = args.worker
+        shape = tuple(int(s) for s in args.shape.split(","))
+        print(json.dumps(worker(lib, name, shape, args.repeat, args.seed)), flush=True)
+        return 0
+
+    names = args.only.split(",") if args.only else list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workload(s) {unknown}; known: {list(WORKLOADS)}")
+    libs = []
+    for lib in args.libs.split(","):
+        if lib not in LIBS:
+            ap.error(f"unknown library {lib!r}; known: {', '.join(LIBS)}")
+        if lib in ("numpy", "streamrt") or importlib.util.find_spec(lib) is not None:
+            libs.append(lib)
+        elif lib in LIBS and lib != "jax":
+            print(f"note: {lib} is not installed, skipped", file=sys.stderr)
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f} -- other processes are running; multi-threaded "
+              "libraries (numba, numexpr, streamrt) suffer most", file=sys.stderr)
+    env = dict(os.environ)
+    for kv in args.env:
+        k, sep, v = kv.partition("=")
+        if not sep:
+            ap.error(f"--env {kv!r}: expected KEY=VALUE")
+        env[k] = v
+    tmp = None
+    if args.cold_cache:
+        tmp = env["STREAMRT_CACHE_DIR"] = tempfile.mkdtemp(prefix="streamrt-bench-")
+    size = "quick" if args.quick else "full"
+    results = []
+    try:
+        for name in names:
+            wl = WORKLOADS[name]
+            shape = wl.sizes[size]
+            for lib in libs:
+                if getattr(wl, lib, None) is None:
+                    continue
+                print(f"  {name} {'x'.join(map(str, shape))} / {lib} ...", file=sys.stderr,
+                      flush=True)
+                results.append(run_worker(lib, name, shape, args, env))
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    layers = sorted({r["threading_layer"] for r in results if r.get("threading_layer")})
+    print(f"streamrt benchmarks ({size} sizes, median of {args.repeat} timed runs after 1 "
+          f"warm-up, {os.cpu_count()} cores, load before {load:.2f}; numba threading layer: "
+          f"{'/'.join(layers) or '-'}{'; ' + ' '.join(args.env) if args.env else ''})")
+    print("'vs numpy' = numpy time / library time (above 1: faster than numpy)")
+    print(report(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"size": size, "repeat": args.repeat, "cpus": os.cpu_count(),
+                       "load_before": load, "env": args.env,
+                       "results": results}, f, indent=1)
+    # exit status: streamrt wrong or any worker crashed (a peer's inaccuracy is only shown)
+    bad = [r for r in results if "error" in r or (r["lib"] == "streamrt" and not r.get("ok"))]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Device executors' common part: port data with a host and a device copy (DeviceArray),
+counted transfers, fused C kernels launched from the render_c index table, split on a failed
+build, and fallback to the CPU executor (a float64 program on a device without fp64, a failed
+launch or allocation). opencl.py and cuda.py supply the device primitives."""
+from __future__ import annotations
+
+import collections
+import math
+import sys
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from .. import stats
+from ..config import settings
+from ..profiler import collector
+from ..proggen import render_c
+from .base import Executor, ref_value, run_refop, scalar_value
+
+
+class BuildError(Exception):
+    """The device compiler rejected a generated kernel."""
+
+
+class DeviceArray:
+    """The data of one port computed by a device executor: a device buffer and/or a host
+    ndarray, and which of them hold the current value. ``host()`` brings the value to the
+    host once (counted in ``bytes_to_host``); ``Executor.device_buffer`` takes it to the
+    device once (``bytes_to_device``)."""
+
+    __slots__ = (
+        "__weakref__",
+        "buf",
+        "dtype",
+        "ex",
+        "hostarr",
+        "nbytes",
+        "on_device",
+        "on_host",
+        "shape",
+    )
+
+    def __init__(self, ex, shape, dtype):
+        self.ex = ex
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        self.buf = None
+        self.hostarr = None
+        self.on_host = False
+        self.on_device = False
+
+    def host(self):
+        """The value as a host ndarray (copied from the device if the host copy is stale)."""
+        if self.on_host:
+            return self.hostarr
+        return self.ex.to_host(self)
+
+    # a few ndarray-like conveniences for code that looks at a port's value
+    def reshape(self, *shape):
+        return self.host().reshape(*shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def __repr__(self):
+        where = "+".join(w for w, f in (("host", self.on_host), ("device", self.on_device)) if f)
+        return f"DeviceArray({self.ex.name}, {self.dtype}{list(self.shape)}, {where or 'empty'})"
+
+
+def host_array(v):
+    """A port value as a host ndarray (a DeviceArray is copied back once)."""
+    return v if v is None or isinstance(v, np.ndarray) else v.host()
+
+
+class DeviceExecutor(Executor):
+    """Executor over a device with its own memory. Subclasses implement the primitives:
+    ``_dev_alloc(nbytes)``, ``_h2d(buf, host)`` (asynchronous), ``_d2h(host, buf)``
+    (blocking, ordered after everything enqueued), ``_build(source)`` -> module (raises
+    BuildError), ``_kernel(module, name)``, ``_kernel_max_wg(kern)``, ``_enqueue(kern,
+    groups, local, args)`` -> event or None, ``_wait(event)``, ``_finish()``."""
+
+    name = "device"
+    dialect = "opencl"
+    max_events = 32            # kernels in flight before the worker waits for the oldest
+
+    def __init__(self):
+        super().__init__()
+        self.mem_lock = threading.RLock()
+        self._copies = weakref.WeakKeyDictionary()   # port with a host value -> device buffer
+        self._tables = collections.OrderedDict()     # index table bytes -> device buffer
+        self._events = collections.deque()
+        self._modules = collections.OrderedDict()    # source -> compiled module (LRU)
+        self.fp64 = True
+        self.max_wg = 256
+        self.units = 1
+        self.max_alloc = 1 << 62
+        self.max_param_bytes = 4096
+        self.device_name = self.name
+
+    @property
+    def caps(self):
+        r = self.dialect if (self.fp64 or self.dialect != "opencl") else "opencl-fp32"
+        return {"fuse": True, "renderer": r, "max_ops": settings.max_kernel_ops}
+
+    # ---- memory --------------------------------------------------------------------------
+    def alloc(self, shape, dtype):
+        a = DeviceArray(self, shape, dtype)
+        stats.add("bytes_allocated", a.nbytes)
+        stats.add("buffers_allocated")
+        return a
+
+    def free(self, buf):
+        if isinstance(buf, DeviceArray):
+            with self.mem_lock:
+                buf.buf = None
+                buf.on_device = False
+
+    def copy_in(self, host):
+        """A DeviceArray holding ``host`` (Move_Data_In: copied to the device now)."""
+        host = np.ascontiguousarray(host)
+        a = DeviceArray(self, host.shape, host.dtype)
+        a.hostarr, a.on_host = host, True
+        self._upload(a)
+        return a
+
+    def copy_out(self, buf):
+        """Move_Data_Out: the host ndarray of a DeviceArray."""
+        return host_array(buf)
+
+    def _new_buffer(self, nbytes):
+        if nbytes > self.max_alloc:
+            raise MemoryError(f"{nbytes} bytes exceed the device's largest allocation "
+                              f"({self.max_alloc})")
+        return self._dev_alloc(max(1, nbytes))
+
+    def _count(self, key, n, t0, direction):
+        stats.add(key, n)
+        prof = collector._active
+        if prof is not None:
+            prof.transfer(direction, n, t0, time.perf_counter() - t0, self.name)
+
+    def _upload(self, a):
+        with self.mem_lock:
+            if a.on_device:
+                return a.buf
+            if a.buf is None:
+                a.buf = self._new_buffer(a.nbytes)
+            if a.nbytes:
+                t0 = time.perf_counter()
+                self._h2d(a.buf, a.hostarr)
+                self._count("bytes_to_device", a.nbytes, t0, "to_device")
+            a.on_device = True
+            return a.buf
+
+    def to_host(self, a):
+        """Bring DeviceArray ``a`` to the host (waits for the kernels that write it)."""
+        with self.mem_lock:
+            if a.on_host:
+                return a.hostarr
+            if a.hostarr is None:
+                a.hostarr = np.empty(a.shape, a.dtype)
+            if a.on_device and a.nbytes:
+                t0 = time.perf_counter()
+                self._d2h(a.hostarr, a.buf)
+                self._count("bytes_to_host", a.nbytes, t0, "to_host")
+            a.on_host = True
+            return a.hostarr
+
+    def device_buffer(self, port):
+        """The device buffer holding (non-view) ``port``'s current value, copied in if needed:
+        once per DeviceArray, and once per host value (consts, CPU results) while it lives."""
+        v = port.value
+        if isinstance(v, DeviceArray) and v.ex is not self:
+            v = v.host()
+        if isinstance(v, DeviceArray):
+            return self._upload(v)
+        if v is None:
+            raise RuntimeError(f"internal error: {port} has no value")
+        with self.mem_lock:
+            ent = self._copies.get(port)
+            if ent is not None and ent[0] is v:
+                return ent[1]
+            h = np.ascontiguousarray(v)
+            buf = self._new_buffer(h.nbytes)
+            if h.nbytes:
+                t0 = time.perf_counter()
+                self._h2d(buf, h)
+                self._count("bytes_to_device", h.nbytes, t0, "to_device")
+            self._copies[port] = (v, buf)
+            return buf
+
+    def output_buffer(self, port):
+        v = port.value
+        if not isinstance(v, DeviceArray) or v.ex is not self:
+            v = port.value = self.alloc(port.shape, port.dtype)
+        with self.mem_lock:
+            if v.buf is None:
+                v.buf = self._new_buffer(v.nbytes)
+            return v
+
+    def _table_buffer(self, table):
+        key = table.tobytes()
+        with self.mem_lock:
+            b = self._tables.get(key)
+            if b is not None:
+                self._tables.move_to_end(key)
+                return b
+            b = self._new_buffer(table.nbytes)
+            if table.nbytes:
+                self._h2d(b, np.ascontiguousarray(table, dtype=np.int64))
+            self._tables[key] = b
+            if len(self._tables) > 4096:
+                self._tables.popitem(last=False)
+            return b
+
+    # ---- programs ------------------------------------------------------------------------
+    def compile(self, prog):
+        """The compiled module of ``prog.source`` (in memory by source; the device compiler
+        keeps its own disk cache under STREAMRT_CACHE_DIR)."""
+        src = prog.source
+        with self._lock:
+            m = self._modules.get(src)
+            if m is not None:
+                self._modules.move_to_end(src)
+                stats.add("program_cache_memory_hits")
+                return m
+        if settings.debug >= 4:
+            print(f"[streamrt] {self.name} kernel:\n{src}", file=sys.stderr)
+        t0 = time.perf_counter()
+        m = self._build(src)
+        dt = time.perf_counter() - t0
+        stats.add("kernels_compiled")
+        stats.add("compile_seconds", dt)
+        prof = collector._active
+        if prof is not None:
+            prof.compile(t0, dt, "compiled", f"{self.name}:{prog.fn}")
+        with self._lock:
+            self._modules[src] = m
+            if len(self._modules) > 1024:
+                self._modules.popitem(last=False)
+        return m
+
+    def launch(self, prog):
+        if prog.kind != "kernel":
+            self._host_program(prog)
+            return
+        k = prog.kernel
+        if not self.fp64 and render_c.uses_fp64(k, fp64=False):
+            stats.add("fp64_fallbacks")
+            if settings.debug >= 1:
+                print(f"[streamrt] {self.name}: float64 program on a device without fp64 runs "
+                      "on the CPU executor", file=sys.stderr)
+            self._cpu_fallback(prog, count=False)
+            return
+        nargs = 1 + len(k.loads) + len(k.stores) + len(k.scalars) + 3 * len(k.reductions) + 1
+        if nargs * 8 > self.max_param_bytes:
+            self._split_or_fallback(prog, f"{nargs} kernel arguments exceed the device limit")
+            return
+        try:
+            mod = self.compile(prog)
+        except BuildError as e:
+            self._split_or_fallback(prog, f"build failed: {str(e)[:300]}")
+            return
+        try:
+            self._run_kernel(prog, mod)
+        except Exception as e:  # noqa: BLE001 - a device error: the CPU computes it
+            if settings.debug >= 1:
+                print(f"[streamrt] {self.name} launch failed ({type(e).__name__}: "
+                      f"{str(e)[:200]}); running on the CPU executor", file=sys.stderr)
+            self._cpu_fallback(prog)
+
+    def _split_or_fallback(self, prog, why):
+        from .. import proggen
+        if settings.debug >= 1:
+            print(f"[streamrt] {self.name}: {why}; splitting", file=sys.stderr)
+        parts = proggen.split(prog, self.caps["renderer"])
+        if parts is None:
+            self._cpu_fallback(prog)
+            return
+        stats.add("kernel_splits")
+        for part in parts:
+            for p in part.outputs:
+                if p.value is None:
+                    p.value = self.alloc(p.shape, p.dtype)
+            self.launch(part)
+
+    def _cpu_fallback(self, prog, count=True):
+        """Run ``prog`` on the CPU executor (its inputs are brought to the host); the outputs
+        become host values, copied to the device again only when a device kernel reads them."""
+        from .. import proggen
+        from . import registry
+        if count:
+            stats.add("fallbacks")
+        cpu = registry.get("cpu")
+        if prog.kind == "kernel":
+            k = prog.kernel
+            prog = proggen.kernel_program(prog.ops, prog.stored, k.space, k.axes, "numba")
+        for p in prog.outputs:
+            p.value = np.empty(p.shape, p.dtype)
+        with cpu.run_lock:
+            cpu.launch(prog)
+
+    def _host_program(self, prog):
+        """Intrinsics (setitem, matmul): a host round trip (inputs copied back, result copied
+        in when a device kernel reads it), counted in ``host_round_trips``."""
+        for p in prog.ops:
+            r = run_refop(p, ref_value)
+            p.value = np.ascontiguousarray(r, dtype=p.dtype)
+        stats.add("intrinsics_launched")
+        stats.add("host_round_trips")
+
+    def _scalar_arg(self, s):
+        v = scalar_value(s)
+        return np.uint8(bool(v)) if s.dtype == np.bool_ else np.dtype(s.dtype).type(v)
+
+    def _run_kernel(self, prog, mod):
+        k = prog.kernel
+        if k.is_reduction:
+            K = math.prod(k.kept) if k.kept else 1
+            if K == 0:
+                return
+        elif k.elements == 0:
+            return
+        args = [self._table_buffer(prog.table)]
+        for a in k.loads:
+            args.append(self.device_buffer(a.port.base_view()[0]))
+        outs = [self.output_buffer(a.port) for a in k.stores]
+        args.extend(o.buf for o in outs)
+        args.extend(self._scalar_arg(s) for s in k.scalars)
+        if not k.is_reduction:
+            kern = self._kernel(mod, prog.fn)
+            gsz, lsz = render_c.map_launch(k, min(self.max_wg, self._kernel_max_wg(kern)),
+                                           self.units)
+            self._push(self._enqueue(kern, gsz // lsz, lsz, args))
+        else:
+            kern = self._kernel(mod, prog.fn)
+            groups, L, C = render_c.reduce_launch(
+                k, min(self.max_wg, self._kernel_max_wg(kern)), self.units)
+            routs = [self.output_buffer(r) for r in k.reductions]
+            args.extend(o.buf for o in routs)
+            parts = [self._new_buffer(K * C * np.dtype(dt).itemsize) for dt in prog.partials]
+            args.extend(parts)
+            args.append(np.int64(C))
+            self._push(self._enqueue(kern, groups, L, args))
+            if C > 1:
+                comb = self._kernel(mod, "sr_comb")
+                cargs = [args[0]] + [o.buf for o in routs] + parts + [np.int64(C)]
+                l2 = render_c._pow2_floor(min(64, self.max_wg, self._kernel_max_wg(comb)))
+                g2 = max(1, min(-(-K // l2), 64 * max(1, self.units)))
+                self._push(self._enqueue(comb, g2, l2, cargs))
+            outs = outs + routs
+        with self.mem_lock:
+            for o in outs:
+                o.on_device, o.on_host = True, False
+        stats.add("kernels_launched")
+
+    def _push(self, ev):
+        if ev is None:
+            return
+        self._events.append(ev)
+        while len(self._events) > self.max_events:
+            self._wait(self._events.popleft())
+
+    def synchronize(self):
+        super().synchronize()
+        self._finish()
+        self._events.clear()

@@ -1,0 +1,43 @@
+"""Test set-up: a private kernel cache directory and a clean streamrt environment.
+
+STREAMRT_* variables of the calling shell are cleared *before* streamrt is imported (the
+counters and results the tests assert must not depend on a STREAMRT_BACKEND or
+STREAMRT_DEBUG left in the environment), and compiled kernels go to a directory under the
+system temp dir (override with STREAMRT_TEST_CACHE_DIR), never to the repository or $HOME;
+so do Hypothesis' files.
+The directory is shared by the xdist workers and kept between runs: a warm run loads the
+kernels from disk instead of compiling them."""
+import os
+import tempfile
+
+_cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
+    tempfile.gettempdir(), f"streamrt-test-cache-{os.getuid()}")
+for _k in [k for k in os.environ if k.startswith("STREAMRT_")]:
+    del os.environ[_k]
+os.environ["STREAMRT_CACHE_DIR"] = _cache
+
+import hypothesis.configuration
+import pytest
+
+import streamrt as ps
+
+# Hypothesis' own files (it writes some even without an example database) go there too
+hypothesis.configuration.set_hypothesis_home_dir(
+    os.path.join(tempfile.gettempdir(), f"streamrt-test-hypothesis-{os.getuid()}"))
+
+
+@pytest.fixture
+def stats():
+    """Runs what earlier code left recorded, zeroes the counters, and returns a function that
+    reads them (``stats()["kernels_launched"]``)."""
+    ps.sync()
+    ps.reset_stats()
+    return ps.runtime_stats
+
+
+@pytest.fixture(autouse=True)
+def _isolated():
+    """Each test starts with this thread's work queue empty: what an earlier test recorded
+    and never read must not end up in this test's flushes (and its trace keys)."""
+    ps.sync()
+    yield

@@ -1,0 +1,95 @@
+"""Shared test data and comparisons against NumPy (dtype exact, values exact or within the
+documented tolerance)."""
+from __future__ import annotations
+
+import numpy as np
+
+from streamrt import dtypes as D
+from streamrt import ops
+
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
+          np.dtype(np.bool_))
+DTYPE_IDS = [d.name for d in DTYPES]
+
+# Tolerance of transcendental functions (ops.Op.float_tol): units in the last place of the
+# result dtype. Numba and NumPy call different libm implementations; both are within a few ulp
+# of the exact result. Everything else (arithmetic, comparisons, rounding, casts) is exact.
+ULPS = 4
+
+
+def data(dtype, kind="a", n=40):
+    """Deterministic test values of ``dtype``: special values first, then random ones.
+    kind 'a': a first operand; 'b': a second operand (different values, zeros included)."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(0 if kind == "a" else 1)
+    if dtype == D.bool_:
+        v = rng.random(n) < 0.5
+        v[:4] = [True, False, True, False] if kind == "a" else [True, True, False, False]
+        return v
+    if D.is_int(dtype):
+        v = rng.integers(-9, 10, n)
+        if kind == "a":
+            v[:6] = [0, 1, -1, 7, -7, 2 ** 20]
+        else:
+            v[:6] = [0, 1, -1, 3, -3, 0]
+        return v.astype(dtype)
+    v = rng.uniform(-3, 3, n)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e-30,
+               30.0, 100.0]
+    if kind == "b":
+        special = special[::-1] + [0.0]
+    v[:len(special)] = special
+    return v.astype(dtype)
+
+
+def ref_call(fn, *args):
+    """NumPy's answer, in the dtype streamrt uses for it: where NumPy's result dtype is one
+    streamrt does not support (float16 from bool inputs, int8 from bool // bool), NumPy is
+    asked again with the array operands cast to the supported dtype streamrt widens to."""
+    with np.errstate(all="ignore"):
+        r = np.asarray(fn(*args))
+        want = D.canonical(r.dtype)
+        if r.dtype != want:
+            r = np.asarray(fn(*[a.astype(want) if isinstance(a, (np.ndarray, np.generic)) else a
+                                for a in args]))
+    return r
+
+
+def numpy_supports(fn, *args):
+    """False if NumPy has no loop for these operand dtypes (raises TypeError)."""
+    try:
+        with np.errstate(all="ignore"):
+            fn(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def assert_same(actual, expected, ulps=0, rtol=0.0, atol=0.0, what=""):
+    """``actual`` (a streamrt array, read here) equals ``expected``: same dtype and shape; NaN
+    in the same places; infinities equal; finite values equal, or within ``ulps`` units in
+    the last place / rtol / atol."""
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    assert a.dtype == e.dtype, f"{what}: dtype {a.dtype} != NumPy's {e.dtype}"
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != NumPy's {e.shape}"
+    if e.dtype.kind != "f":
+        np.testing.assert_array_equal(a, e, err_msg=what, strict=True)
+        return
+    an, en = np.isnan(a), np.isnan(e)
+    assert (an == en).all(), f"{what}: NaN at {np.argwhere(an != en)[:5].tolist()} " \
+                             f"(got {a[an != en][:5]}, NumPy {e[an != en][:5]})"
+    fin = np.isfinite(e)
+    inf = ~fin & ~en
+    assert (a[inf] == e[inf]).all(), f"{what}: infinities differ: {a[inf]} vs {e[inf]}"
+    ef, af = e[fin].astype(np.float64), a[fin].astype(np.float64)
+    tol = atol + rtol * np.abs(ef)
+    if ulps:
+        tol = tol + ulps * np.spacing(np.abs(e[fin])).astype(np.float64)
+    bad = ~(np.abs(af - ef) <= tol)
+    assert not bad.any(), (f"{what}: values differ at {np.argwhere(fin)[bad][:5].tolist()}: "
+                           f"got {af[bad][:5]}, NumPy {ef[bad][:5]}")
+
+
+def op_ulps(name):
+    return ULPS if ops.OPS[name].float_tol else 0

@@ -1,0 +1,257 @@
+"""Invalid calls fail at the call that made them (record time, not at a later read), with an
+exception whose message starts with the caller's file:line."""
+from __future__ import annotations
+
+import inspect
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import streamrt as ps
+
+HERE = os.path.basename(__file__)
+
+
+def _line():
+    return inspect.currentframe().f_back.f_lineno
+
+
+def _names_line(ei, line):
+    msg = str(ei.value)
+    assert msg.startswith(f"{__file__}:{line}: "), msg
+    assert ei.value.site.lineno == line and ei.value.site.filename == __file__
+
+
+@pytest.fixture
+def arrays():
+    return (ps.asarray(np.ones((2, 3))), ps.asarray(np.ones(4)),
+            ps.asarray(np.arange(3, dtype=np.int32)), ps.asarray(np.ones(3, bool)))
+
+
+def test_broadcast_mismatch_raises_shape_error_at_the_call(arrays, stats):
+    x, v, i32, b = arrays
+    before = stats()["ops_recorded"]
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        x + v
+    _names_line(ei, line)
+    assert "could not be broadcast" in str(ei.value) and "(2, 3) (4,)" in str(ei.value)
+    assert isinstance(ei.value, ValueError)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        ps.multiply(v, i32)
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        np.add(x, v)  # through __array_ufunc__
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        ps.where(b, x, v)
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        x[0] = v
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        x @ v
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        x.reshape(4, 2)
+    _names_line(ei, line)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        ps.broadcast_to(x, (3, 3))
+    _names_line(ei, line)
+    st = stats()
+    assert st["ops_recorded"] == before          # nothing was recorded by the failed calls
+    assert st["kernels_launched"] == 0           # and nothing ran
+    # the work queue is intact: valid work recorded afterwards computes normally
+    np.testing.assert_array_equal((x * 2.0).numpy(), np.full((2, 3), 2.0))
+
+
+def test_bad_axis_raises_axis_error(arrays):
+    x = arrays[0]
+    for call in (lambda: ps.sum(x, axis=2), lambda: x.max(axis=-3),
+                 lambda: ps.mean(x, axis=(0, 2)), lambda: np.sum(x, axis=5),
+                 lambda: ps.argmax(x, axis=2), lambda: ps.var(x, axis=3),
+                 lambda: ps.squeeze(x, axis=4), lambda: ps.expand_dims(x, 5),
+                 lambda: x.transpose(0, 5), lambda: np.transpose(x, (-3, 0))):
+        with pytest.raises(ps.StreamrtAxisError) as ei:
+            call()
+        # the line is the lambda's; an AxisError is also numpy's AxisError / IndexError
+        assert HERE in str(ei.value) and "out of bounds" in str(ei.value)
+        assert isinstance(ei.value, np.exceptions.AxisError)
+        assert isinstance(ei.value, IndexError) and isinstance(ei.value, ValueError)
+    with pytest.raises(ps.StreamrtAxisError) as ei:
+        line = _line() + 1
+        x.sum(axis=2)
+    _names_line(ei, line)
+    with pytest.raises(ps.ArgumentError) as ei:
+        line = _line() + 1
+        ps.argmax(x, axis=(0, 1))
+    _names_line(ei, line)
+    with pytest.raises(ps.ArgumentError) as ei:
+        line = _line() + 1
+        x.sum(axis=1.0)
+    _names_line(ei, line)
+
+
+def test_reductions_of_empty_arrays_without_identity():
+    z = ps.zeros((0, 3))
+    for name in ("max", "min", "argmax", "argmin"):
+        with pytest.raises(ps.ShapeError) as ei:
+            line = _line() + 1
+            getattr(ps, name)(z)
+        _names_line(ei, line)
+        assert "zero-size array" in str(ei.value) and isinstance(ei.value, ValueError)
+        with pytest.raises(ps.ShapeError):
+            getattr(ps, name)(z, axis=0)
+        assert getattr(ps, name)(z, axis=1).shape == (0,)      # nothing reduced: fine
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        ps.zeros((4, 0)).max(axis=1)
+    _names_line(ei, line)
+
+
+def test_bad_dtypes_raise_dtype_error(arrays):
+    x, _, _, b = arrays
+    cases = [
+        lambda: ps.asarray(np.array([1 + 2j])), lambda: ps.asarray(np.array(["a"])),
+        lambda: x.astype(np.complex64), lambda: ps.astype(x, "U3"),
+        lambda: ps.zeros(3, dtype=np.complex128), lambda: ps.ones(2, dtype="U3"),
+        lambda: ps.full(3, 1j), lambda: ps.eye(3, dtype=complex),
+        lambda: ps.arange(3, dtype=np.complex64), lambda: x + 1j,
+        lambda: ps.bitwise_and(x, x), lambda: x & x, lambda: ~x, lambda: x << 1,
+        lambda: -b, lambda: b - b, lambda: ps.sin(x, dtype=np.complex64),
+    ]
+    for i, call in enumerate(cases):
+        with pytest.raises(ps.DTypeError) as ei:
+            call()
+        assert HERE in str(ei.value), (i, str(ei.value))
+        assert isinstance(ei.value, TypeError)
+    with pytest.raises(ps.DTypeError) as ei:
+        line = _line() + 1
+        ps.zeros((2, 2), dtype=np.complex64)
+    _names_line(ei, line)
+    with pytest.raises(ps.DTypeError) as ei:
+        line = _line() + 1
+        ps.left_shift(x, 2)
+    _names_line(ei, line)
+    assert "left_shift is not defined for (float64, python int)" in str(ei.value)
+
+
+def test_python_int_overflow_for_int_arrays(arrays):
+    x, _, i32, b = arrays
+    i64 = ps.asarray(np.ones(3, np.int64))
+    for call in (lambda: i32 + 2 ** 40, lambda: 2 ** 40 - i32, lambda: i32 * -(2 ** 31 + 1),
+                 lambda: ps.maximum(i32, -2 ** 33), lambda: i64 + 2 ** 63,
+                 lambda: ps.clip(i32, 0, 2 ** 40)):
+        with pytest.raises(ps.StreamrtOverflowError) as ei:
+            call()
+        assert "out of bounds for int" in str(ei.value) and HERE in str(ei.value)
+        assert isinstance(ei.value, OverflowError)
+    with pytest.raises(ps.StreamrtOverflowError) as ei:
+        line = _line() + 1
+        i32 + 2 ** 31
+    _names_line(ei, line)
+    # NumPy raises the same
+    with pytest.raises(OverflowError):
+        np.ones(3, np.int32) + 2 ** 31
+    # values that fit are fine, at the bounds too; bool and float arrays widen instead
+    assert (i32 + (2 ** 31 - 1)).dtype == np.int32
+    assert (b + 2 ** 40).dtype == np.int64
+    assert (x + 2 ** 70).dtype == np.float64
+    np.testing.assert_array_equal((i32 + -2 ** 31).numpy(),
+                                  np.arange(3, dtype=np.int32) + -2 ** 31, strict=True)
+
+
+@pytest.mark.xfail(strict=True, reason="NumPy 2 (NEP 50) compares integer arrays with Python "
+                   "ints outside the dtype's range exactly (int32 < 2**40 is all True); "
+                   "streamrt raises StreamrtOverflowError for every op")
+def test_comparison_with_out_of_range_python_int_like_numpy(arrays):
+    i32 = arrays[2]
+    a = np.arange(3, dtype=np.int32)
+    np.testing.assert_array_equal((i32 < 2 ** 40).numpy(), a < 2 ** 40)
+    np.testing.assert_array_equal((i32 == -2 ** 40).numpy(), a == -2 ** 40)
+
+
+def test_wrong_arguments_raise_argument_error(arrays):
+    x, _, i32, b = arrays
+    cases = [lambda: x + "a", lambda: x * None, lambda: ps.sin(x, x),
+             lambda: ps.add(x, x, x), lambda: ps.sum(x, out=np.zeros(3)),
+             lambda: ps.where(b), lambda: x.reshape(-1, -1), lambda: x.transpose(0, 0),
+             lambda: ps.clip(x), lambda: ps.sum(x, axis=(0, 0)),
+             lambda: x.__setitem__(np.array([0]), 1.0), lambda: x[0, 0, 0], lambda: x[5],
+             lambda: x[..., ...], lambda: x["a"],
+             # silently C order would be a wrong result: other orders are refused
+             lambda: x.reshape(3, 2, order="F"), lambda: np.reshape(x, 6, order="F"),
+             lambda: ps.ravel(x, order="F"), lambda: np.ravel(x.T, order="K")]
+    for i, call in enumerate(cases):
+        with pytest.raises(ps.ArgumentError) as ei:
+            call()
+        assert HERE in str(ei.value), (i, str(ei.value))
+    with pytest.raises(ps.ArgumentError) as ei:
+        line = _line() + 1
+        ps.exp(x, np.empty((2, 3)))  # NumPy's out argument
+    _names_line(ei, line)
+    assert "out=" in str(ei.value)
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        x[::0]
+    assert str(ei.value) == f"{__file__}:{line}: slice step cannot be zero"
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        i32 ** -1
+    assert f"{__file__}:{line}:" in str(ei.value)
+    assert "negative integer powers" in str(ei.value)
+
+
+@pytest.mark.xfail(strict=True, reason="exception classes differ from NumPy's: an index out "
+                   "of bounds raises ArgumentError (TypeError, NumPy: IndexError), float() of "
+                   "a multi-element array ShapeError (ValueError, NumPy: TypeError), a "
+                   "duplicate axis ArgumentError (TypeError, NumPy: ValueError)")
+@pytest.mark.parametrize("case", ["index", "float", "duplicate-axis"])
+def test_exception_classes_match_numpy(arrays, case):
+    x = arrays[0]
+    n = np.ones((2, 3))
+    call, expected = {"index": (lambda a: a[5], IndexError),
+                      "float": (lambda a: float(a), TypeError),
+                      "duplicate-axis": (lambda a: a.sum(axis=(0, 0)), ValueError)}[case]
+    with pytest.raises(expected):
+        call(n)                      # what NumPy raises
+    with pytest.raises(expected):
+        call(x)
+
+
+def test_strict_mode_makes_the_numpy_fallback_an_error(arrays):
+    x = arrays[0]
+    with ps.config.override(strict=True):
+        with pytest.raises(ps.FallbackError) as ei:
+            line = _line() + 1
+            np.sort(x)
+        _names_line(ei, line)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        line = _line() + 1
+        r = np.cumsum(x, axis=1)
+    assert isinstance(r, ps.Array)
+    np.testing.assert_array_equal(r.numpy(), np.cumsum(np.ones((2, 3)), axis=1))
+    msgs = [m for m in w if "numpy.cumsum" in str(m.message)]
+    assert msgs and msgs[0].filename == __file__ and msgs[0].lineno == line
+
+
+def test_errors_inside_a_helper_name_the_callers_line(arrays):
+    """The call site is the first frame outside streamrt and NumPy: here, the helper."""
+    x, v = arrays[:2]
+
+    def helper(a, b):
+        return ps.hypot(a, b)
+    line = _line() - 1
+    with pytest.raises(ps.ShapeError) as ei:
+        helper(x, v)
+    _names_line(ei, line)

@@ -1,0 +1,332 @@
+"""Fusion, laziness and caching, asserted through ps.runtime_stats() counters (deterministic),
+never through timings."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import assert_same
+
+import streamrt as ps
+
+N = 10_000          # small: the single-threaded kernel variant is the one compiled
+
+
+def _f32(n=N, seed=0):
+    return np.random.default_rng(seed).random(n).astype(np.float32)
+
+
+def test_issue_example_is_one_kernel(stats):
+    a = _f32()
+    x = ps.asarray(a)
+    ps.reset_stats()
+    y = ps.sin(x) * 2.0 + ps.sqrt(x) - x / 3.0      # recorded; nothing runs
+    s = ps.sum(y * y)                                # still nothing runs
+    st = stats()
+    assert st["ops_recorded"] == 8
+    assert st["kernels_launched"] == 0 and st["flushes"] == 0
+    assert st["sequences_submitted"] == 0 and st["bytes_allocated"] == 0
+    total = float(s)
+    yv = np.asarray(y)
+    st = stats()
+    assert st["kernels_launched"] == 1
+    assert st["kernel_splits"] == 0
+    assert st["flushes"] == 1
+    # only y and s are written: y * y and every other intermediate stays in registers
+    assert st["buffers_allocated"] == 2
+    assert st["bytes_allocated"] == y.nbytes + 4
+    ref = np.sin(a) * np.float32(2.0) + np.sqrt(a) - a / np.float32(3.0)
+    assert y.dtype == np.float32 and s.dtype == np.float32
+    assert_same(yv, ref, ulps=4, what="y")
+    assert total == pytest.approx(float(np.sum(ref.astype(np.float64) ** 2)), rel=1e-5)
+
+
+def test_released_intermediates_are_never_allocated(stats):
+    a = _f32(seed=1)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    t = x * 2.0
+    u = ps.exp(t)
+    del t
+    v = u + 1.0
+    del u
+    vv = v.numpy()
+    st = stats()
+    assert st["kernels_launched"] == 1
+    assert st["buffers_allocated"] == 1 and st["bytes_allocated"] == v.nbytes
+    assert_same(vv, np.exp(a * np.float32(2.0)) + np.float32(1.0), ulps=4)
+
+    # an intermediate that is still referenced is written (and read back correctly)
+    ps.reset_stats()
+    t = x * 3.0
+    w = ps.sqrt(t) - 1.0
+    wv, tv = w.numpy(), t.numpy()
+    st = stats()
+    assert st["kernels_launched"] == 1
+    assert st["buffers_allocated"] == 2 and st["bytes_allocated"] == t.nbytes + w.nbytes
+    assert_same(tv, a * np.float32(3.0))
+    assert_same(wv, np.sqrt(a * np.float32(3.0)) - np.float32(1.0), ulps=4)
+
+
+def test_chain_of_ten_elementwise_ops_is_one_kernel(stats):
+    """Ten element-wise ops with a broadcast operand and a dtype change: one kernel, one
+    buffer (the result)."""
+    a = _f32(seed=2).reshape(10, 1000)
+    b = np.random.default_rng(3).random(1000)
+    x, z = ps.asarray(a), ps.asarray(b)
+    ps.reset_stats()
+    y = x * 1.5                        # 1
+    y = y + 0.25                       # 2
+    y = ps.sin(y)                      # 3
+    y = ps.abs(y)                      # 4
+    y = ps.maximum(y, 0.1)             # 5
+    y = y - z                          # 6: broadcast row, float32 - float64 -> float64
+    y = y * y                          # 7
+    y = ps.sqrt(y)                     # 8
+    y = ps.where(y > 0.5, y, -y)       # 9, 10, 11
+    out = y.numpy()
+    st = stats()
+    assert st["ops_recorded"] == 11
+    assert st["kernels_launched"] == 1 and st["kernel_splits"] == 0
+    assert st["buffers_allocated"] == 1 and st["bytes_allocated"] == y.nbytes
+    r = np.maximum(np.abs(np.sin(a * np.float32(1.5) + np.float32(0.25))), np.float32(0.1))
+    r = np.sqrt((r - b) ** 2)
+    # float32 sin may differ from NumPy's in the last place; the float64 tail keeps that
+    # absolute difference
+    assert_same(out, np.where(r > 0.5, r, -r), atol=1e-6)
+
+    x = ps.asarray(a[0])
+    ps.reset_stats()
+    y = x
+    for i in range(10):
+        y = y * 1.01 + 0.5 if i % 2 else ps.cos(y)
+    out = y.numpy()
+    st = stats()
+    assert st["kernels_launched"] == 1 and st["buffers_allocated"] == 1
+    ref = a[0]
+    for i in range(10):
+        ref = ref * np.float32(1.01) + np.float32(0.5) if i % 2 else np.cos(ref)
+    assert_same(out, ref, rtol=1e-5)
+
+
+def test_elementwise_producers_fuse_into_axis_reductions(stats):
+    b = np.random.default_rng(4).random((30, 40))
+    X = ps.asarray(b)
+    for axis, kd in ((1, False), (0, True), (None, False), ((0, 1), True)):
+        ps.reset_stats()
+        r = ps.sum(ps.exp(X) * 2.0 - X, axis=axis, keepdims=kd)
+        got = r.numpy()
+        st = stats()
+        assert st["kernels_launched"] == 1, axis
+        assert st["buffers_allocated"] == 1 and st["bytes_allocated"] == r.nbytes
+        assert_same(got, np.sum(np.exp(b) * 2.0 - b, axis=axis, keepdims=kd), ulps=8,
+                    rtol=1e-13, what=f"axis={axis}")
+
+
+def test_independent_reductions_over_one_input_share_a_kernel(stats):
+    b = np.random.default_rng(5).random((20, 30))
+    X = ps.asarray(b)
+    ps.reset_stats()
+    rs = [ps.sum(X, axis=1), ps.max(X, axis=1), ps.mean(X * X, axis=1), ps.argmin(X, axis=1),
+          ps.any(X > 0.99, axis=1)]
+    got = [r.numpy() for r in rs]
+    assert stats()["kernels_launched"] == 1
+    want = [b.sum(1), b.max(1), (b * b).mean(1), b.argmin(1), (b > 0.99).any(1)]
+    for g, w in zip(got, want):
+        assert_same(g, w, ulps=8)
+
+
+def test_views_are_read_through_strides_not_copied(stats):
+    b = np.random.default_rng(6).random((40, 50))
+    X = ps.asarray(b)
+    ps.reset_stats()
+    y = X[::2, 1:26] * 2.0 + X[1::2, 25:]      # two strided slices of one input
+    z = X.T[::-1] + X.T                        # transposes, one reversed
+    w = ps.broadcast_to(X[0], (3, 50)) - X[5:8]
+    got = [v.numpy() for v in (y, z, w)]
+    st = stats()
+    assert st["kernels_launched"] <= 3
+    assert st["bytes_allocated"] == y.nbytes + z.nbytes + w.nbytes      # no copies of views
+    for g, e in zip(got, [b[::2, 1:26] * 2.0 + b[1::2, 25:], b.T[::-1] + b.T,
+                          np.broadcast_to(b[0], (3, 50)) - b[5:8]]):
+        assert_same(g, e)
+
+
+def test_views_of_computed_and_lazy_results(stats):
+    b = np.random.default_rng(7).random((6, 8))
+    X = ps.asarray(b)
+    Y = ps.exp(X)                      # lazy
+    views = [Y[1:4, ::3] + 1.0, Y.T[2] * 2.0, Y[::-1, None, 2:5] - X[0, 2:5],
+             Y.reshape(4, 12).sum(axis=0), ps.squeeze(Y[2:3]), ps.expand_dims(Y[0], 0) + 0.0]
+    e = np.exp(b)
+    want = [e[1:4, ::3] + 1.0, e.T[2] * 2.0, e[::-1, None, 2:5] - b[0, 2:5],
+            e.reshape(4, 12).sum(axis=0), np.squeeze(e[2:3]), e[0][None] + 0.0]
+    for i, (g, w) in enumerate(zip(views, want)):
+        assert_same(g, w, ulps=8, what=f"view {i}")
+    Yv = Y.numpy()                     # now computed: views of a computed result
+    assert_same(Y[::2].numpy(), Yv[::2])
+    assert_same((Y.T[1:3] * 3.0).numpy(), Yv.T[1:3] * 3.0)
+    assert Y[2, 3].item() == Yv[2, 3]
+    assert_same(ps.reshape(Y.T, (-1,)), Yv.T.reshape(-1))       # non-contiguous reshape
+    assert Y[1].tolist() == Yv[1].tolist()
+    assert [float(r[0]) for r in Y] == list(Yv[:, 0])
+
+
+def test_setitem_is_a_functional_update(stats):
+    b = np.random.default_rng(8).uniform(-3, 3, (6, 8))
+    X = ps.asarray(b)
+    Y = X * 2.0
+    y = b * 2.0
+    old_row = Y[1]
+    Y[1] = 5.0
+    Z = X + 0.0
+    Z[:, ::2] = X[:, 1::2]
+    W = X.T
+    W[0] = ps.arange(6)
+    V = X[1:3]
+    V[0, 0] = -1
+    K = ps.asarray(np.arange(10, dtype=np.int32))
+    K[3] = 7.9
+    K[-2:] = ps.asarray(np.array([1, 2], np.int64))
+    A = ps.zeros(5)
+    A[...] = 3
+    B = Y + 1.0                        # ops after a setitem read the new version
+    y2 = y.copy()
+    y2[1] = 5.0
+    z = b.copy()
+    z[:, ::2] = b[:, 1::2]
+    w = b.T.copy()
+    w[0] = np.arange(6)
+    v = b[1:3].copy()
+    v[0, 0] = -1
+    k = np.arange(10, dtype=np.int32)
+    k[3] = 7.9
+    k[-2:] = [1, 2]
+    for g, e, what in [(Y, y2, "row"), (old_row, y[1], "view taken before the update"),
+                       (Z, z, "strided"), (W, w, "through a transpose"), (V, v, "slice"),
+                       (X, b, "the source is unchanged"), (K, k, "int from float"),
+                       (A, np.full(5, 3.0), "ellipsis"), (B, y2 + 1.0, "consumer")]:
+        assert_same(g, e, what=what)
+    assert stats()["intrinsics_launched"] >= 1
+
+
+def test_sync_runs_everything_recorded(stats):
+    a = _f32(seed=9)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    y = ps.tanh(x) * 3.0
+    assert stats()["kernels_launched"] == 0
+    ps.sync()
+    assert stats()["kernels_launched"] == 1
+    yv = y.numpy()                     # already computed: nothing more runs
+    assert stats()["kernels_launched"] == 1 and stats()["flushes"] == 1
+    assert_same(yv, np.tanh(a) * np.float32(3.0), ulps=4)
+    ps.sync()                          # nothing recorded: a no-op
+    assert stats()["flushes"] == 1
+
+
+def test_hints_start_work_without_a_read(stats):
+    a = _f32(seed=10)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    y = x * 4.0 - 1.0
+    ps.hint_execute()
+    assert stats()["flushes"] == 1
+    z = y * y
+    ps.hint_read(z)
+    assert stats()["flushes"] == 2
+    ps.sync()
+    assert_same(z, (a * np.float32(4.0) - np.float32(1.0)) ** 2)
+
+
+def test_queue_length_threshold_triggers_a_flush(stats):
+    a = _f32(seed=11)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    with ps.config.override(queue_threshold=4):
+        y = x
+        for _ in range(6):
+            y = y * 0.5 + 1.0
+        assert stats()["flushes"] >= 1        # no read yet
+        out = y.numpy()
+    ref = a
+    for _ in range(6):
+        ref = ref * np.float32(0.5) + np.float32(1.0)
+    assert_same(out, ref)
+
+
+def _workload(x, scale):
+    y = ps.sin(x) * scale + ps.sqrt(ps.abs(x))
+    return y, ps.sum(y * y), ps.max(y)
+
+
+def test_second_identical_run_reuses_compiled_kernels(stats):
+    a, b = _f32(seed=12), _f32(2 * N, seed=13)
+    for i in range(3):
+        ps.reset_stats()
+        y, s, m = _workload(ps.asarray(a), 2.0 + i)       # new scalar value every time
+        ref = np.sin(a) * np.float32(2.0 + i) + np.sqrt(np.abs(a))
+        assert_same(y.numpy(), ref, ulps=4)
+        assert float(s) == pytest.approx(float((ref.astype(np.float64) ** 2).sum()), rel=1e-5)
+        st = stats()
+        assert st["kernels_launched"] == 1
+        if i:
+            assert st["kernels_compiled"] == 0 and st["kernels_loaded_from_disk"] == 0
+            assert st["trace_cache_hits"] == 1
+    # another size: no new kernel (sizes are arguments), but a new trace
+    ps.reset_stats()
+    y, s, m = _workload(ps.asarray(b), 0.5)
+    assert float(m) == pytest.approx(float(np.max(np.sin(b) * np.float32(0.5)
+                                                  + np.sqrt(np.abs(b)))), rel=1e-6)
+    st = stats()
+    assert st["kernels_compiled"] == 0 and st["kernels_loaded_from_disk"] == 0
+    assert st["program_cache_memory_hits"] >= 1
+
+
+def test_asynchronous_path_gives_the_same_results(stats):
+    """inline_elements=0: every sequence goes through the E-Scheduler thread."""
+    a = _f32(seed=14)
+    with ps.config.override(inline_elements=0):
+        ps.reset_stats()
+        y, s, m = _workload(ps.asarray(a), 3.0)
+        out = [y.numpy(), float(s), float(m)]
+        st = stats()
+    assert st["inline_sequences"] == 0 and st["sequences_submitted"] == 1
+    assert st["kernels_launched"] == 1
+    ref = np.sin(a) * np.float32(3.0) + np.sqrt(np.abs(a))
+    assert_same(out[0], ref, ulps=4)
+    assert out[2] == float(ref.max())
+
+
+def test_parallel_kernels_and_chunked_reductions(stats):
+    """serial_elements=0: the prange variant, with reductions cut into chunks."""
+    rng = np.random.default_rng(15)
+    b = rng.uniform(-1, 1, 200_003)
+    b[123_457] = 7.0
+    b[77] = -9.0
+    m = rng.uniform(-1, 1, (3, 70_001))
+    with ps.config.override(serial_elements=0):
+        x, M = ps.asarray(b), ps.asarray(m)
+        ps.reset_stats()
+        z = x * 2.0
+        rs = [ps.sum(z), ps.max(z), ps.argmax(z), ps.argmin(z), ps.mean(z), ps.any(z > 13.0),
+              ps.sum(M, axis=1), ps.argmax(M, axis=1), ps.min(M, axis=0)]
+        got = [r.numpy() for r in rs] + [z.numpy()]
+    z_ = b * 2.0
+    want = [z_.sum(), z_.max(), z_.argmax(), z_.argmin(), z_.mean(), np.any(z_ > 13.0),
+            m.sum(1), m.argmax(1), m.min(0), z_]
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_same(g, w, ulps=8, rtol=1e-12, what=f"result {i}")
+    assert stats()["kernel_splits"] == 0
+
+
+def test_no_fusion_setting_runs_one_kernel_per_op(stats):
+    a = _f32(seed=16)
+    x = ps.asarray(a)
+    with ps.config.override(fusion=False):
+        ps.reset_stats()
+        y = (x + 1.0) * 2.0
+        s = ps.sum(y)
+        out = float(s)
+        assert stats()["kernels_launched"] == 3
+    assert out == pytest.approx(float(((a + np.float32(1)) * np.float32(2)).astype(
+        np.float64).sum()), rel=1e-6)

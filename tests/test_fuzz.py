@@ -1,0 +1,250 @@
+"""Differential fuzzing: random small programs (DAGs of element-wise ops from the op table over
+1-3 inputs with broadcast-compatible shapes, mixed dtypes, strided/transposed/reversed views,
+Python scalars, final reductions along random axes) run with streamrt and with NumPy.
+
+Comparison: dtype and shape exactly; values exactly, except downstream of a transcendental
+function (op.float_tol: NumPy and Numba use different libms and may differ in the last
+place) and of floating-point reductions (reassociated), which are compared with a tolerance.
+So that a last-place difference cannot be amplified into a different branch, values that
+carry one are only fed to continuous ops (no comparisons, rounding, domain edges)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from helpers import DTYPES, ref_call
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import streamrt as ps
+from streamrt import dtypes as D
+from streamrt import ops
+
+MAP_OPS = sorted(n for n, o in ops.OPS.items() if o.kind == "map" and n not in ("astype",
+                                                                                  "where"))
+# ops that are continuous on their whole domain: the only ones fed inexact values
+CONTINUOUS = {"add", "subtract", "multiply", "negative", "positive", "absolute", "square",
+              "maximum", "minimum", "fmax", "fmin", "sin", "cos", "tanh", "arctan", "arcsinh",
+              "exp", "exp2", "expm1", "sinh", "cosh", "cbrt", "hypot"}
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "any", "all", "argmax",
+              "argmin"]
+CONTINUOUS_REDUCTIONS = {"sum", "prod", "max", "min", "mean", "var", "std"}
+
+MAX_DIM, MAX_NDIM, MAX_STEPS = 5, 3, 6      # program size (bounds the kernels compiled)
+
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck), print_blob=True)
+
+
+class Node:
+    __slots__ = ("inexact", "np", "ps")
+
+    def __init__(self, p, n, inexact):
+        self.ps, self.np, self.inexact = p, n, inexact
+
+
+def _values(rng, shape, dt):
+    if dt == D.bool_:
+        return np.asarray(rng.random(shape) < 0.5)
+    if D.is_int(dt):
+        return np.asarray(rng.integers(-6, 7, shape), dtype=dt)
+    v = rng.uniform(-3, 3, shape)
+    if v.size and rng.random() < 0.5:
+        special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
+        idx = rng.integers(0, v.size, max(1, v.size // 4))
+        v.flat[idx] = rng.choice(special, idx.size)
+    return np.asarray(v, dtype=dt)
+
+
+def _make_input(data, rng, full):
+    nd = data.draw(st.integers(0, len(full)), label="input ndim")
+    shape = tuple(s if data.draw(st.booleans()) else 1 for s in full[len(full) - nd:])
+    dt = data.draw(st.sampled_from(DTYPES), label="input dtype")
+    layout = data.draw(st.sampled_from(["c", "strided", "transposed", "reversed"]),
+                       label="layout")
+    if layout == "strided" and nd:
+        big = _values(rng, (shape[0] * 2,) + shape[1:], dt)
+        return Node(ps.asarray(big)[::2], big[::2], False)
+    if layout == "transposed" and nd >= 2:
+        t = _values(rng, shape[::-1], dt)
+        return Node(ps.asarray(t).T, t.T, False)
+    a = _values(rng, shape, dt)
+    if layout == "reversed" and nd:
+        return Node(ps.asarray(a)[::-1], a[::-1], False)
+    return Node(ps.asarray(a), a, False)
+
+
+def _scalar(data):
+    return data.draw(st.sampled_from([2, -3, 0, 1, 2.5, -0.5, True, False]), label="scalar")
+
+
+def _apply(name, args):
+    """Record ``name`` on streamrt and compute NumPy's answer. None if NumPy's result is
+    data-dependent or undefined (int ** negative, integer reciprocal of 0, float->int of
+    non-finite values); raises AssertionError if only one side rejects the dtypes."""
+    op = ops.OPS[name]
+    nargs = [a.np if isinstance(a, Node) else a for a in args]
+    pargs = [a.ps if isinstance(a, Node) else a for a in args]
+    try:
+        with np.errstate(all="ignore"):
+            op.ref(*nargs)
+    except TypeError:
+        try:
+            getattr(ps, name)(*pargs)
+        except ps.DTypeError:
+            return None
+        raise AssertionError(f"NumPy rejects {name} for these dtypes, streamrt does not")
+    except ValueError:
+        return None               # integers to negative integer powers
+    if name == "reciprocal" and np.asarray(nargs[0]).dtype.kind in "biu" and \
+            (np.asarray(nargs[0]) == 0).any():
+        return None
+    ref = ref_call(op.ref, *nargs)
+    if name == "power" and ref.dtype.kind in "iu" and (np.asarray(nargs[1]) < 0).any():
+        return None               # streamrt gives 0 inside a kernel, NumPy raises
+    got = getattr(ps, name)(*pargs)
+    inexact = op.float_tol and ref.dtype.kind == "f" or any(
+        isinstance(a, Node) and a.inexact for a in args)
+    return Node(got, ref, inexact)
+
+
+def _pick(data, pool, exact_only):
+    cand = [n for n in pool if not (exact_only and n.inexact)]
+    if not cand:
+        return None
+    return cand[data.draw(st.integers(0, len(cand) - 1), label="operand")]
+
+
+def _step(data, rng, pool):
+    kind = data.draw(st.sampled_from(["map"] * 8 + ["where", "astype", "view"]), label="step")
+    if kind == "view":
+        n = _pick(data, pool, False)
+        if not n.np.ndim:
+            return None
+        ax = data.draw(st.integers(0, n.np.ndim - 1), label="reversed axis")
+        key = tuple(slice(None, None, -1) if i == ax else slice(None) for i in range(n.np.ndim))
+        return Node(n.ps[key], n.np[key], n.inexact)
+    if kind == "astype":
+        n = _pick(data, pool, True)
+        dt = data.draw(st.sampled_from(DTYPES), label="astype dtype")
+        a = n.np
+        if a.dtype.kind == "f" and dt.kind in "iu" and not (
+                np.isfinite(a) & (np.abs(a) < 2 ** 31)).all():
+            return None           # float -> int of NaN/inf/out of range: undefined
+        return Node(n.ps.astype(dt), a.astype(dt), False)
+    if kind == "where":
+        c = _pick(data, pool, True)
+        x, y = _pick(data, pool, False), _pick(data, pool, False)
+        if data.draw(st.booleans(), label="scalar branch"):
+            y = _scalar(data)
+        try:
+            np.broadcast_shapes(c.np.shape, x.np.shape, np.shape(y))
+        except ValueError:
+            return None
+        ref = ref_call(np.where, c.np, x.np, y.np if isinstance(y, Node) else y)
+        inexact = x.inexact or (isinstance(y, Node) and y.inexact)
+        return Node(ps.where(c.ps, x.ps, y.ps if isinstance(y, Node) else y), ref, inexact)
+    name = data.draw(st.sampled_from(MAP_OPS), label="op")
+    op = ops.OPS[name]
+    exact_only = name not in CONTINUOUS
+    args = [_pick(data, pool, exact_only) for _ in range(op.arity)]
+    if any(a is None for a in args):
+        return None
+    if op.arity == 2 and data.draw(st.integers(0, 3), label="scalar operand") == 0:
+        args[data.draw(st.integers(0, 1))] = _scalar(data)
+    return _apply(name, args)
+
+
+def _reduce(data, node):
+    nd = node.np.ndim
+    cand = [r for r in REDUCTIONS if not (node.inexact and r not in CONTINUOUS_REDUCTIONS)]
+    name = data.draw(st.sampled_from(cand), label="reduction")
+    axis = data.draw(st.one_of(st.none(), st.integers(-nd, nd - 1) if nd else st.none(),
+                               st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd,
+                                        unique=True).map(tuple) if nd else st.none()),
+                     label="axis")
+    if name in ("argmax", "argmin") and isinstance(axis, tuple):
+        axis = axis[0]
+    if name in ("max", "min", "argmax", "argmin") and node.np.size == 0:
+        return None
+    kd = data.draw(st.booleans(), label="keepdims")
+    a = node.np
+    with np.errstate(all="ignore"):
+        if name in ("sum", "mean", "var", "std") and a.dtype == np.float32:
+            ref = getattr(np, name)(a.astype(np.float64), axis=axis, keepdims=kd)
+            ref = np.asarray(ref).astype(np.float32)
+        else:
+            ref = np.asarray(getattr(np, name)(a, axis=axis, keepdims=kd))
+    ref = ref.astype(D.canonical(ref.dtype))
+    got = getattr(ps, name)(node.ps, axis=axis, keepdims=kd)
+    n_red = a.size if axis is None else math.prod(
+        a.shape[i] for i in (axis if isinstance(axis, tuple) else (axis,)))
+    return name, got, ref, n_red
+
+
+def _tolerance(ref_dt, scale, n=1, inexact=True):
+    eps = float(np.finfo(ref_dt).eps)
+    rtol = (64 * eps if inexact else 0.0) + 4 * n * eps
+    return rtol, rtol * scale
+
+
+def _compare(got, ref, what, rtol=0.0, atol=0.0):
+    g = np.asarray(got)
+    assert g.dtype == ref.dtype, f"{what}: dtype {g.dtype}, NumPy {ref.dtype}"
+    assert g.shape == ref.shape, f"{what}: shape {g.shape}, NumPy {ref.shape}"
+    if ref.dtype.kind == "f" and (rtol or atol):
+        np.testing.assert_allclose(g, ref, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, ref, err_msg=what)     # NaNs compare equal
+
+
+@FUZZ
+@given(st.data())
+def test_random_programs_match_numpy(data):
+    seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
+    rng = np.random.default_rng(seed)
+    full = tuple(data.draw(st.lists(st.integers(1, MAX_DIM), min_size=0, max_size=MAX_NDIM),
+                           label="shape"))
+    pool = [_make_input(data, rng, full) for _ in range(data.draw(st.integers(1, 3)))]
+    n_steps = data.draw(st.integers(1, MAX_STEPS), label="steps")
+    for _ in range(n_steps):
+        node = _step(data, rng, pool)
+        if node is not None:
+            pool.append(node)
+    scale = 1.0 + max((float(np.max(np.abs(n.np[np.isfinite(n.np)]), initial=0.0))
+                       for n in pool if n.np.dtype.kind == "f"), default=0.0)
+    # outputs: the last node, a random other one, and up to two reductions
+    outputs = [("last", pool[-1])]
+    if len(pool) > 1 and data.draw(st.booleans(), label="second output"):
+        outputs.append(("other", pool[data.draw(st.integers(0, len(pool) - 2))]))
+    reductions = []
+    for _ in range(data.draw(st.integers(0, 2), label="reductions")):
+        node = pool[data.draw(st.integers(0, len(pool) - 1), label="reduced node")]
+        r = _reduce(data, node)
+        if r is not None:
+            reductions.append(r + (node,))
+    # release every intermediate that is not read: fusion keeps them in registers
+    keep = {id(n) for _, n in outputs}
+    for n in pool:
+        if id(n) not in keep:
+            n.ps = None
+    ps.sync()
+    for what, node in outputs:
+        rtol, atol = (_tolerance(node.np.dtype, scale) if node.inexact and
+                      node.np.dtype.kind == "f" else (0.0, 0.0))
+        _compare(node.ps, node.np, what, rtol, atol)
+    for name, got, ref, n_red, node in reductions:
+        rtol = atol = 0.0
+        if ref.dtype.kind == "f" and (node.np.dtype.kind == "f" or name in ("mean", "var",
+                                                                            "std")):
+            if name in ("max", "min") and not node.inexact:
+                pass                                  # exact: a selection, not arithmetic
+            else:
+                sc = scale ** 2 if name == "var" else scale
+                if name == "prod":
+                    sc = 0.0
+                rtol, atol = _tolerance(ref.dtype, sc, max(n_red, 1), node.inexact)
+                if name == "prod":
+                    rtol *= 4
+                atol = max(atol, rtol * 1e-300)
+        _compare(got, ref, f"{name}", rtol, atol)
