@@ -130,20 +130,36 @@ def render(k):
     src(0, f"def kernel({', '.join(params)}):")
     src.lines.extend(hdr.lines)
 
+    # An access whose strides are all non-negative is read through a view starting at its
+    # base index (``a0 = a0[o0:]``), so the innermost index is a bare loop variable: LLVM then
+    # proves it in range and non-negative and vectorises the loop (an ``a0[o0 + i0]`` index
+    # defeats that: ~3.5x slower on memory-bound chains). Negative strides (flipped views) keep
+    # the offset form -- a negative index would wrap around.
+    sliced = [all(int(s) >= 0 for s in list(a.kept) + list(a.red if red else []))
+              for a in accesses]
+    arr = [f"s{ai}" if red and sliced[ai] else f"a{ai}" for ai in range(len(accesses))]
+
     def emit_element(depth, idx_exprs):
         for ai in range(nload):
-            src(depth, f"x{ai} = a{ai}[{idx_exprs[ai]}]")
+            src(depth, f"x{ai} = {arr[ai]}[{idx_exprs[ai]}]")
         for line in body:
             src(depth, line)
         for si, a in enumerate(k.stores):
             ai = nload + si
-            src(depth, f"a{ai}[{idx_exprs[ai]}] = {local[a.port.id][0]}")
+            src(depth, f"{arr[ai]}[{idx_exprs[ai]}] = {local[a.port.id][0]}")
+
+    def index(parts):
+        return " + ".join(parts) if parts else "0"
 
     if not red:
+        for ai, (off, _, _) in enumerate(names):
+            if sliced[ai]:
+                src(1, f"a{ai} = a{ai}[{off}:]")
         iv = [f"i{d}" for d in range(nk)]
         for d in range(nk):
             src(1 + d, f"for i{d} in {'prange' if d == 0 else 'range'}(nk{d}):")
-        idx = [" + ".join([off] + terms(iv, ks)) for off, ks, _ in names]
+        idx = [index(([] if sliced[ai] else [off]) + terms(iv, ks))
+               for ai, (off, ks, _) in enumerate(names)]
         emit_element(1 + nk, idx)
     else:
         kdims = "*".join(kept_n) if kept_n else "1"
@@ -162,6 +178,8 @@ def render(k):
         jv = [f"j{d}" for d in range(nk)]
         for ai, (off, ks, _) in enumerate(names):
             src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
+            if sliced[ai]:
+                src(2, f"s{ai} = a{ai}[b{ai}:]")
         src(2, "lo = (c * nr0) // C")
         src(2, "hi = ((c + 1) * nr0) // C")
         for j, p in enumerate(k.reductions):
@@ -175,7 +193,8 @@ def render(k):
             src(2 + d, f"for r{d} in {rng}:")
         depth = 2 + nr
         rv = [f"r{d}" for d in range(nr)]
-        idx = [" + ".join([f"b{ai}"] + terms(rv, rs)) for ai, (_, _, rs) in enumerate(names)]
+        idx = [index(([] if sliced[ai] else [f"b{ai}"]) + terms(rv, rs))
+               for ai, (_, _, rs) in enumerate(names)]
         if any(p.op in ("argmax", "argmin") for p in k.reductions):
             ri = "r0"
             for d in range(1, nr):
