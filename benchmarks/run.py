@@ -369,6 +369,242 @@ class Reduce(Workload):
         return lambda: reduce(*inputs)
 
 
+@register
+class LayerNorm(Workload):
+    name = "layernorm"
+    doc = "layer norm over the rows of a float32 matrix, with scale and shift"
+    sizes: ClassVar[dict] = {"full": (4096, 2048), "quick": (1024, 1024)}
+    rtol, floor = 1e-3, 1e-3
+
+    def inputs(self, rng):
+        r, c = self.shape
+        return (rng.standard_normal(self.shape, np.float32) * np.float32(3.0) + np.float32(1.0),
+                rng.standard_normal(c, np.float32), rng.standard_normal(c, np.float32))
+
+    @staticmethod
+    def formula(m, x, g, b):
+        mu = m.mean(x, axis=1, keepdims=True)
+        d = x - mu
+        var = m.mean(d * d, axis=1, keepdims=True)
+        return (d / m.sqrt(var + 1e-5) * g + b,)
+
+    def bytes_moved(self):
+        return 2 * 4 * int(np.prod(self.shape))
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def layernorm(x, g, b):
+            rows, cols = x.shape
+            out = np.empty_like(x)
+            for r in prange(rows):
+                s = 0.0
+                for c in range(cols):
+                    s += x[r, c]
+                mu = np.float32(s / cols)
+                v = 0.0
+                for c in range(cols):
+                    d = x[r, c] - mu
+                    v += d * d
+                inv = np.float32(1.0) / np.sqrt(np.float32(v / cols) + np.float32(1e-5))
+                for c in range(cols):
+                    out[r, c] = (x[r, c] - mu) * inv * g[c] + b[c]
+            return out
+        return lambda: (layernorm(*inputs),)
+
+
+@register
+class NBody(Workload):
+    name = "nbody"
+    doc = "one all-pairs gravitational n-body step (accelerations, velocity and position update), float64"
+    sizes: ClassVar[dict] = {"full": (4096,), "quick": (1024,)}
+    rtol, floor = 1e-9, 1e-6
+
+    def inputs(self, rng):
+        n = self.shape[0]
+        return (rng.standard_normal((3, n)), rng.standard_normal((3, n)) * 0.1,
+                rng.random(n) + 0.5)
+
+    @staticmethod
+    def formula(m, pos, vel, mass):
+        dt, eps2 = 0.01, 0.01
+        x, y, z = pos[0], pos[1], pos[2]
+        n = x.shape[0]
+        dx = x.reshape(1, n) - x.reshape(n, 1)
+        dy = y.reshape(1, n) - y.reshape(n, 1)
+        dz = z.reshape(1, n) - z.reshape(n, 1)
+        r2 = dx * dx + dy * dy + dz * dz + eps2
+        w = mass.reshape(1, n) / (r2 * m.sqrt(r2))
+        ax, ay, az = m.sum(dx * w, axis=1), m.sum(dy * w, axis=1), m.sum(dz * w, axis=1)
+        vx, vy, vz = vel[0] + dt * ax, vel[1] + dt * ay, vel[2] + dt * az
+        return (x + dt * vx, y + dt * vy, z + dt * vz, vx, vy, vz)
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def step(pos, vel, mass):
+            dt, eps2 = 0.01, 0.01
+            n = pos.shape[1]
+            out = np.empty((6, n))
+            for i in prange(n):
+                ax = ay = az = 0.0
+                for j in range(n):
+                    dx = pos[0, j] - pos[0, i]
+                    dy = pos[1, j] - pos[1, i]
+                    dz = pos[2, j] - pos[2, i]
+                    r2 = dx * dx + dy * dy + dz * dz + eps2
+                    w = mass[j] / (r2 * np.sqrt(r2))
+                    ax += dx * w
+                    ay += dy * w
+                    az += dz * w
+                vx, vy, vz = vel[0, i] + dt * ax, vel[1, i] + dt * ay, vel[2, i] + dt * az
+                out[3, i], out[4, i], out[5, i] = vx, vy, vz
+                out[0, i] = pos[0, i] + dt * vx
+                out[1, i] = pos[1, i] + dt * vy
+                out[2, i] = pos[2, i] + dt * vz
+            return out
+        return lambda: tuple(step(*inputs))
+
+
+class _SmallLoop(Workload):
+    """Per-op overhead: many iterations of a 10-op update on small arrays, reading a scalar
+    every 10 iterations (as a convergence check would)."""
+    sizes: ClassVar[dict] = {"full": (1000, 200), "quick": (1000, 50)}   # (elements, iterations)
+    rtol, floor = 1e-4, 1e-6
+
+    def inputs(self, rng):
+        return (rng.random(self.shape[0]).astype(np.float32),
+                rng.random(self.shape[0]).astype(np.float32))
+
+    @staticmethod
+    def body(m, u, v):
+        u2 = u + 0.01 * (v - u) * (1.0 - u)
+        v2 = v * 0.99 + 0.01 * m.sqrt(u2 * u2 + 1.0)
+        return u2, v2
+
+    def formula(self, m, u, v):
+        checks = []
+        for it in range(self.shape[1]):
+            u, v = self.body(m, u, v)
+            if it % 10 == 9:
+                checks.append(float(m.max(u)))
+        return u, v, np.array(checks, np.float32)
+
+
+@register
+class SmallLoop(_SmallLoop):
+    name = "smallloop"
+    doc = "per-op overhead: 200 iterations of a 10-op update on 1000-element arrays"
+
+    def numba(self, inputs):
+        from numba import njit
+
+        @njit
+        def body(u, v):
+            u2 = u + np.float32(0.01) * (v - u) * (np.float32(1.0) - u)
+            v2 = v * np.float32(0.99) + np.float32(0.01) * np.sqrt(u2 * u2 + np.float32(1.0))
+            return u2, v2
+
+        def run():
+            u, v = inputs
+            checks = []
+            for it in range(self.shape[1]):
+                u, v = body(u, v)
+                if it % 10 == 9:
+                    checks.append(float(u.max()))
+            return u, v, np.array(checks, np.float32)
+        return run
+
+    def streamrt(self, inputs):
+        import streamrt as ps
+        lazy = [ps.asarray(a) for a in inputs]
+        ps.sync()
+        return lambda: to_numpy(self.formula(ps, *lazy))
+
+    def numpy(self, inputs):
+        return lambda: self.formula(np, *inputs)
+
+
+@register
+class SmallLoopMacro(SmallLoop):
+    name = "smallloop_macro"
+    doc = "the small-array loop with its body as a @ps.macro (one replay per iteration)"
+    numba = None
+    numexpr = None
+
+    def streamrt(self, inputs):
+        import streamrt as ps
+        body = ps.macro(lambda u, v: self.body(ps, u, v))
+        lazy = [ps.asarray(a) for a in inputs]
+        ps.sync()
+
+        class M:
+            sqrt = staticmethod(ps.sqrt)
+            max = staticmethod(ps.max)
+
+        def run():
+            u, v = lazy
+            checks = []
+            for it in range(self.shape[1]):
+                u, v = body(u, v)
+                if it % 10 == 9:
+                    checks.append(float(ps.max(u)))
+            return to_numpy((u, v, np.array(checks, np.float32)))
+        return run
+
+
+_COLD = {
+    "numpy": "import numpy as np\nx = np.linspace(0, 1, 100000, dtype=np.float32)\n"
+             "print(float(np.sum(np.sin(x) * 2.0 + 1.0)))",
+    "numba": "import numpy as np\nfrom numba import njit, prange\n"
+             "@njit(parallel=True, cache=True)\ndef f(x):\n    s = 0.0\n"
+             "    for i in prange(x.shape[0]):\n        s += np.sin(x[i]) * 2.0 + 1.0\n    return s\n"
+             "x = np.linspace(0, 1, 100000, dtype=np.float32)\nprint(float(f(x)))",
+    "streamrt": "import numpy as np, streamrt as ps\nx = ps.asarray(np.linspace(0, 1, 100000, "
+                "dtype=np.float32))\nprint(float(ps.sum(ps.sin(x) * 2.0 + 1.0)))",
+}
+
+
+@register
+class ColdStart(Workload):
+    name = "coldstart"
+    doc = "a second process: interpreter start, import, first small computation (warm disk caches)"
+    sizes: ClassVar[dict] = {"full": (1,), "quick": (1,)}
+    rtol, floor = 1e-3, 1.0
+
+    def inputs(self, rng):
+        return ()
+
+    @staticmethod
+    def formula(m):
+        x = np.linspace(0, 1, 100000, dtype=np.float32)
+        return (np.float32(np.sum(np.sin(x) * 2.0 + 1.0)),)
+
+    def _runner(self, lib):
+        script = _COLD[lib]
+        d = tempfile.mkdtemp(prefix="streamrt-cold-")
+        path = os.path.join(d, "cold.py")       # numba's cache=True needs a real file
+        with open(path, "w") as f:
+            f.write(script + "\n")
+
+        def run():
+            p = subprocess.run([sys.executable, path], capture_output=True, text=True,
+                               check=True, cwd=ROOT)
+            return (np.float32(float(p.stdout.strip().splitlines()[-1])),)
+        return run
+
+    def numpy(self, inputs):
+        return self._runner("numpy")
+
+    def numba(self, inputs):
+        return self._runner("numba")
+
+    def streamrt(self, inputs):
+        return self._runner("streamrt")
+
+
 # ---- worker -------------------------------------------------------------------------------
 def worker(lib, name, shape, repeat, seed) -> dict:
     wl = WORKLOADS[name](shape)

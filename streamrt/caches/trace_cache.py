@@ -17,12 +17,8 @@ from .. import stats
 
 def line_of(code, lasti):
     """The source line of bytecode offset ``lasti`` in ``code``."""
-    if code is None:
-        return 0
-    for start, end, line in code.co_lines():
-        if start <= lasti < end:
-            return line or code.co_firstlineno
-    return code.co_firstlineno
+    from ..frontend.errors import _line_of
+    return _line_of(code, lasti)
 
 
 class _Global(cachetools.LRUCache):

@@ -12,12 +12,20 @@ _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
 class CallSite:
     """Identity of a recording call: code object + bytecode offset (the trace-key part) and,
-    for messages, file, line and function."""
+    for messages, file, line and function. The line is computed from the offset on first use:
+    most call sites are only ever compared, never printed."""
 
-    __slots__ = ("code", "lasti", "lineno")
+    __slots__ = ("code", "lasti", "_lineno")
 
-    def __init__(self, code, lasti, lineno):
-        self.code, self.lasti, self.lineno = code, lasti, lineno
+    def __init__(self, code, lasti, lineno=None):
+        self.code, self.lasti, self._lineno = code, lasti, lineno
+
+    @property
+    def lineno(self):
+        n = self._lineno
+        if n is None:
+            n = self._lineno = _line_of(self.code, self.lasti)
+        return n
 
     @property
     def filename(self):
@@ -37,16 +45,39 @@ class CallSite:
         return f"CallSite({self.filename}:{self.lineno} in {self.function})"
 
 
+def _line_of(code, lasti):
+    if code is None:
+        return 0
+    for start, end, line in code.co_lines():
+        if start <= lasti < end:
+            return line or code.co_firstlineno
+    return code.co_firstlineno
+
+
 UNKNOWN = CallSite(None, -1, 0)
+_INTERNAL: dict = {}        # code object -> True when it belongs to streamrt or NumPy
+
+
+def _is_internal(code):
+    fn = code.co_filename
+    r = fn.startswith(_PKG_DIR) or fn.startswith(_NUMPY_DIR) or fn.startswith("<__array")
+    if len(_INTERNAL) > 50_000:          # exec'd code in a loop: do not grow without bound
+        _INTERNAL.clear()
+    _INTERNAL[code] = r
+    return r
 
 
 def callsite() -> CallSite:
     """The first frame outside streamrt (and NumPy's dispatch layer): the user's line."""
     f = sys._getframe(1)
+    get = _INTERNAL.get
     while f is not None:
-        fn = f.f_code.co_filename
-        if not (fn.startswith(_PKG_DIR) or fn.startswith(_NUMPY_DIR) or fn.startswith("<__array")):
-            return CallSite(f.f_code, f.f_lasti, f.f_lineno)
+        c = f.f_code
+        internal = get(c)
+        if internal is None:
+            internal = _is_internal(c)
+        if not internal:
+            return CallSite(c, f.f_lasti)
         f = f.f_back
     return UNKNOWN
 
