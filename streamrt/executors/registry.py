@@ -24,7 +24,11 @@ def _make(name):
 
 
 def get(name=None):
+    """The executor ``name`` (default: STREAMRT_BACKEND; 'auto' -- placement decided per
+    sequence by scheduler/placement.py -- gives the CPU executor here)."""
     name = name or settings.backend
+    if name == "auto":
+        name = "cpu"
     with _lock:
         ex = _instances.get(name)
         if ex is None:
