@@ -36,6 +36,11 @@ def get(name=None):
         return ex
 
 
+def has_device_executor():
+    """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
+    return len(_instances) > ("cpu" in _instances) + ("reference" in _instances)
+
+
 def all_instances():
     with _lock:
         return list(_instances.values())

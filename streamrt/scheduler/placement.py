@@ -158,16 +158,43 @@ def _survey(entries):
     return n, work, f64, inputs
 
 
+def _small_on_host(entries, limit):
+    """True if every array of the flush has fewer than ``limit`` elements and no input lives
+    on a device only (the common, cheap case: one pass, no allocation)."""
+    devices_used = registry.has_device_executor()
+    where = _where if len(_where) else None
+    nd = np.ndarray
+    for e in entries:
+        if e[0] != "compute":
+            continue
+        p = e[1]
+        if p.size >= limit:
+            return False
+        if devices_used:
+            for i in p.inputs:
+                b = i.inputs[0] if i.kind == "view" else i
+                v = b.value
+                if v is None:
+                    if where is not None and b in where:
+                        return False
+                elif type(v) is not nd and not getattr(v, "on_host", True):
+                    return False
+    return True
+
+
 def choose(entries, kparts):
     """The executor for one flushed work queue (STREAMRT_BACKEND forces one)."""
     name = settings.backend
     if name != "auto":
         return registry.get(name), None
-    n, work, f64, inputs = _survey(entries)
-    on_dev = any(w != {"cpu"} for w, _ in inputs.values())
-    if n < settings.device_min_elements and not on_dev:
+    if _small_on_host(entries, settings.device_min_elements):
         stats.add("placements_cpu")
+        if settings.debug >= 1:
+            print(f"[streamrt] placement: cpu (small: every array under "
+                  f"{settings.device_min_elements} elements, inputs on the host)",
+                  file=sys.stderr)
         return registry.get("cpu"), None
+    n, work, f64, inputs = _survey(entries)
     key = (tuple(kparts),) if kparts else None
     cands = ["cpu"] + [d for d, _ in _available()]
     best, best_t, why = "cpu", None, []
