@@ -39,7 +39,10 @@ class HostCopy:
     def __del__(self):
         if self.buf is not None:
             self.buf = None
-            self.ex._released(self.nbytes)
+            try:
+                self.ex._released(self.nbytes)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
 
 
 class DeviceArray:
@@ -73,9 +76,12 @@ class DeviceArray:
     def __del__(self):
         if self.buf is not None:
             self.buf = None
-            ex = self.ex
-            ex._resident.pop(id(self), None)
-            ex._released(max(1, self.nbytes))
+            try:
+                ex = self.ex
+                ex._resident.pop(id(self), None)
+                ex._released(max(1, self.nbytes))
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
 
     def host(self):
         """The value as a host ndarray (copied from the device if the host copy is stale)."""
