@@ -32,7 +32,9 @@ import numpy as np
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
-LIBS = ("numpy", "numexpr", "numba", "streamrt", "jax")
+LIBS = ("numpy", "numexpr", "numba", "streamrt", "streamrt-opencl", "streamrt-cuda", "jax")
+# streamrt on a forced executor: the worker runs with STREAMRT_BACKEND set (its own process)
+BACKEND_LIBS = {"streamrt-opencl": ("opencl", "pyopencl"), "streamrt-cuda": ("cuda", "cupy")}
 
 WORKLOADS: dict[str, type] = {}
 
@@ -611,6 +613,9 @@ def worker(lib, name, shape, repeat, seed) -> dict:
     inputs = wl.inputs(np.random.default_rng(seed))
     want = to_numpy(wl.formula(np, *inputs))
     res = {"lib": lib, "workload": name, "shape": list(wl.shape)}
+    flavour = lib
+    lib = "streamrt" if lib in BACKEND_LIBS else lib
+    res["lib"] = flavour
     setup = getattr(wl, lib)
     if setup is None:
         return {**res, "skipped": "not implemented"}
@@ -637,7 +642,9 @@ def worker(lib, name, shape, repeat, seed) -> dict:
                bytes=wl.bytes_moved(), **wl.extra(lib, inputs, repeat))
     if lib == "streamrt":
         st = ps.runtime_stats()
-        res.update(kernels_per_run=st["kernels_launched"] / repeat,
+        res.update(backend=ps.config.settings.backend,
+                   device_fallbacks=st["fallbacks"] + st["fp64_fallbacks"],
+                   kernels_per_run=st["kernels_launched"] / repeat,
                    first_compiled=first_stats["kernels_compiled"],
                    first_loaded=first_stats["kernels_loaded_from_disk"])
     if lib in ("numba", "streamrt"):
@@ -655,6 +662,8 @@ def run_worker(lib, name, shape, args, env) -> dict:
     cmd = [sys.executable, HERE, "--worker", lib, name, "--shape", ",".join(map(str, shape)),
            "--repeat", str(args.repeat), "--seed", str(args.seed)]
     base = {"lib": lib, "workload": name, "shape": list(shape)}
+    if lib in BACKEND_LIBS:
+        env = dict(env, STREAMRT_BACKEND=BACKEND_LIBS[lib][0])
     try:
         p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -689,7 +698,9 @@ def report(results) -> str:
                 continue
             t = med[lib]
             notes = []
-            if lib == "streamrt":
+            if lib.startswith("streamrt"):
+                if r.get("device_fallbacks"):
+                    notes.append(f"{r['device_fallbacks']} program(s) fell back to the CPU")
                 notes.append(f"{r['kernels_per_run']:g} kernel(s)/run; first call "
                              + ("compiled" if r["first_compiled"] else
                                 "disk cache" if r["first_loaded"] else "in-memory")
@@ -704,7 +715,8 @@ def report(results) -> str:
             rows.append((wl, lib, fmt_ms(t), spread, fmt_ms(r["first"]), f"{t_np / t:.2f}x" if t_np else "-",
                          "ok" if r["ok"] else "FAIL", "; ".join(notes)))
         if "streamrt" in med:
-            peers = {lib: t for lib, t in med.items() if lib != "streamrt" and rs[lib]["ok"]}
+            peers = {lib: t for lib, t in med.items()
+                     if not lib.startswith("streamrt") and rs[lib]["ok"]}
             if peers:
                 best = min(peers, key=peers.get)
                 ratio = peers[best] / med["streamrt"]
@@ -762,7 +774,8 @@ def main(argv=None) -> int:
     for lib in args.libs.split(","):
         if lib not in LIBS:
             ap.error(f"unknown library {lib!r}; known: {', '.join(LIBS)}")
-        if lib in ("numpy", "streamrt") or importlib.util.find_spec(lib) is not None:
+        mod = BACKEND_LIBS[lib][1] if lib in BACKEND_LIBS else lib
+        if lib in ("numpy", "streamrt") or importlib.util.find_spec(mod) is not None:
             libs.append(lib)
         elif lib in LIBS and lib != "jax":
             print(f"note: {lib} is not installed, skipped", file=sys.stderr)
@@ -786,7 +799,7 @@ def main(argv=None) -> int:
             wl = WORKLOADS[name]
             shape = wl.sizes[size]
             for lib in libs:
-                if getattr(wl, lib, None) is None:
+                if getattr(wl, "streamrt" if lib in BACKEND_LIBS else lib, None) is None:
                     continue
                 print(f"  {name} {'x'.join(map(str, shape))} / {lib} ...", file=sys.stderr,
                       flush=True)

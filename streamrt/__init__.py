@@ -72,20 +72,24 @@ def hint_read(*arrays):
 
 
 def clear_caches(disk: bool = False):
-    """Empty the trace, macro and in-memory program caches (``disk=True``: also delete the
-    compiled kernels under STREAMRT_CACHE_DIR)."""
+    """Empty the trace, macro and in-memory program caches, and the device executors' compiled
+    programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
+    device compilers' caches included)."""
     from .caches import macro_cache, program_cache, trace_cache
+    from .executors import device_cache
     sync()
     trace_cache.get().clear()
     macro_cache.get().clear()
     program_cache.clear_memory(disk=disk)
+    device_cache.clear(disk=disk)
 
 
 def cache_info() -> dict:
-    """Sizes and bounds of the three caches."""
+    """Sizes and bounds of the three caches (and of the device program cache)."""
     from .caches import macro_cache, program_cache, trace_cache
+    from .executors import device_cache
     return {"trace": trace_cache.get().info(), "macro": macro_cache.get().info(),
-            "program": program_cache.cache_info()}
+            "program": program_cache.cache_info(), "device": device_cache.info()}
 
 
 def is_lazy(x) -> bool:

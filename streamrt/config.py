@@ -22,9 +22,16 @@ class Flag:
 
 
 FLAGS = {
-    "backend": Flag("STREAMRT_BACKEND", "cpu", str,
-                    "Executor: reference | cpu | opencl | cuda (opencl/cuda fall back to cpu "
-                    "with a warning when no device works)", in_key=True),
+    "backend": Flag("STREAMRT_BACKEND", "auto", str,
+                    "Executor: auto (each program sequence where it is estimated fastest, see "
+                    "docs/devices.md) | reference | cpu | opencl | cuda (opencl/cuda fall back "
+                    "to cpu with a warning when no device works)", in_key=True),
+    "device_min_elements": Flag("STREAMRT_DEVICE_MIN_ELEMENTS", 1 << 18, int,
+                                "backend=auto: sequences smaller than this whose inputs are on "
+                                "the host stay on the CPU without consulting the devices"),
+    "device_memory_limit": Flag("STREAMRT_DEVICE_MEMORY_LIMIT", 0, int,
+                                "Bytes of device memory an OpenCL/CUDA executor may use (0: the "
+                                "device's own size); past it buffers are spilled to the host"),
     "opencl_device": Flag("STREAMRT_OPENCL_DEVICE", "", str,
                           "OpenCL device: 'P:D' (platform:device index) or a name substring "
                           "(default: the first GPU, else the first device)"),

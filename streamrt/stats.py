@@ -14,7 +14,10 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses", "macro_cache_hits",
         "macro_cache_misses", "program_cache_memory_hits", "program_cache_disk_hits",
         "compile_seconds", "inline_sequences", "reference_mismatches",
-        "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips")
+        "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
+        # placement (scheduler/placement.py) and device memory (executors/device.py)
+        "placements_cpu", "placements_opencl", "placements_cuda", "device_spills",
+        "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks")
 
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)
@@ -28,6 +31,11 @@ def register_counter(obj) -> None:
 def add(key: str, n: int = 1) -> None:
     with _lock:
         _c[key] += n
+
+
+def get(key: str):
+    """One counter's current value."""
+    return _c.get(key, 0)
 
 
 def runtime_stats() -> dict:

@@ -93,3 +93,18 @@ def assert_same(actual, expected, ulps=0, rtol=0.0, atol=0.0, what=""):
 
 def op_ulps(name):
     return ULPS if ops.OPS[name].float_tol else 0
+
+
+def _opencl_available():
+    try:
+        import pyopencl  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return False
+    import streamrt as ps
+    return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
+
+
+OPENCL = _opencl_available()
+# The executors the differential suites (test_ops, test_fuzz, test_fusion's reductions) run on:
+# fused Numba kernels always, OpenCL kernels where an OpenCL device works (PoCL in CI).
+EXECUTORS = ["cpu"] + (["opencl"] if OPENCL else [])

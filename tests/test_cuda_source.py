@@ -194,3 +194,45 @@ def test_cuda_executor_against_numpy(dt, stats):
             assert_same(r, np.asarray(ref).astype(np.asarray(r).dtype), rtol=1e-6,
                         what=f"{name}(axis={ax})")
         assert stats()["fallbacks"] == 0
+
+
+def test_cuda_executor_implements_the_device_primitives():
+    """cuda.py supplies every primitive the shared device code (executors/device.py) calls,
+    and maps CuPy's out-of-memory error into the spill / retry path (checked with a stand-in
+    for cupy: this runs without a GPU)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from streamrt.executors.cuda import CUDAExecutor
+    from streamrt.executors.device import DeviceExecutor
+    prims = [m for m in vars(DeviceExecutor) if m.startswith("_") and not m.startswith("__")]
+    for m in ("_dev_alloc", "_h2d", "_d2h", "_build", "_kernel", "_kernel_max_wg", "_enqueue",
+              "_wait", "_finish", "_is_oom", "_free_pool"):
+        assert m in vars(CUDAExecutor), m
+    assert "_is_oom" in prims and "_free_pool" in prims
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    freed = []
+
+    class Pool:
+        def free_bytes(self):
+            return 4096
+
+        def free_all_blocks(self):
+            freed.append(True)
+
+    def empty(n, dtype=None):
+        raise OutOfMemoryError(f"out of memory allocating {n} bytes")
+
+    ex = object.__new__(CUDAExecutor)
+    ex.cp = SimpleNamespace(cuda=SimpleNamespace(memory=SimpleNamespace(
+        OutOfMemoryError=OutOfMemoryError)), get_default_memory_pool=Pool, empty=empty,
+        uint8="uint8")
+    ex.dev = contextlib.nullcontext()
+    assert ex._is_oom(OutOfMemoryError()) and ex._is_oom(MemoryError())
+    assert not ex._is_oom(ValueError())
+    assert ex._free_pool() == 4096 and freed == [True]
+    with pytest.raises(MemoryError, match="CUDA allocation of 64 bytes failed"):
+        ex._dev_alloc(64)

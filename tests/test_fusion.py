@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_same
+from helpers import EXECUTORS, assert_same
 
 import streamrt as ps
 
 N = 10_000          # small: the single-threaded kernel variant is the one compiled
 
 
+@pytest.fixture(params=EXECUTORS)
+def executor(request):
+    """Fusion is the same on every executor: the counter tests that take this fixture run on
+    the Numba CPU and on OpenCL (where a device works)."""
+    with ps.config.override(backend=request.param):
+        yield request.param
+
+
 def _f32(n=N, seed=0):
     return np.random.default_rng(seed).random(n).astype(np.float32)
 
 
-def test_issue_example_is_one_kernel(stats):
+def test_issue_example_is_one_kernel(executor, stats):
     a = _f32()
     x = ps.asarray(a)
     ps.reset_stats()
@@ -40,7 +48,7 @@ def test_issue_example_is_one_kernel(stats):
     assert total == pytest.approx(float(np.sum(ref.astype(np.float64) ** 2)), rel=1e-5)
 
 
-def test_released_intermediates_are_never_allocated(stats):
+def test_released_intermediates_are_never_allocated(executor, stats):
     a = _f32(seed=1)
     x = ps.asarray(a)
     ps.reset_stats()
@@ -67,7 +75,7 @@ def test_released_intermediates_are_never_allocated(stats):
     assert_same(wv, np.sqrt(a * np.float32(3.0)) - np.float32(1.0), ulps=4)
 
 
-def test_chain_of_ten_elementwise_ops_is_one_kernel(stats):
+def test_chain_of_ten_elementwise_ops_is_one_kernel(executor, stats):
     """Ten element-wise ops with a broadcast operand and a dtype change: one kernel, one
     buffer (the result)."""
     a = _f32(seed=2).reshape(10, 1000)
@@ -108,7 +116,7 @@ def test_chain_of_ten_elementwise_ops_is_one_kernel(stats):
     assert_same(out, ref, rtol=1e-5)
 
 
-def test_elementwise_producers_fuse_into_axis_reductions(stats):
+def test_elementwise_producers_fuse_into_axis_reductions(executor, stats):
     b = np.random.default_rng(4).random((30, 40))
     X = ps.asarray(b)
     for axis, kd in ((1, False), (0, True), (None, False), ((0, 1), True)):
@@ -122,7 +130,7 @@ def test_elementwise_producers_fuse_into_axis_reductions(stats):
                     rtol=1e-13, what=f"axis={axis}")
 
 
-def test_independent_reductions_over_one_input_share_a_kernel(stats):
+def test_independent_reductions_over_one_input_share_a_kernel(executor, stats):
     b = np.random.default_rng(5).random((20, 30))
     X = ps.asarray(b)
     ps.reset_stats()
@@ -297,7 +305,7 @@ def test_asynchronous_path_gives_the_same_results(stats):
     assert out[2] == float(ref.max())
 
 
-def test_parallel_kernels_and_chunked_reductions(stats):
+def test_parallel_kernels_and_chunked_reductions(executor, stats):
     """serial_elements=0: the prange variant, with reductions cut into chunks."""
     rng = np.random.default_rng(15)
     b = rng.uniform(-1, 1, 200_003)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from helpers import DTYPES, ref_call
+import pytest
+from helpers import DTYPES, EXECUTORS, ref_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -198,13 +199,50 @@ def _compare(got, ref, what, rtol=0.0, atol=0.0):
         np.testing.assert_array_equal(g, ref, err_msg=what)     # NaNs compare equal
 
 
+@pytest.fixture(params=EXECUTORS, scope="module")
+def executor(request):
+    """The executor the random programs run on: the Numba CPU, and OpenCL where a device
+    works (PoCL in CI). Selected per flush with ``ps.config.override(backend=...)``."""
+    return request.param
+
+
 @FUZZ
 @given(st.data())
-def test_random_programs_match_numpy(data):
+def test_random_programs_match_numpy(executor, data):
+    with ps.config.override(backend=executor):
+        from streamrt.executors import registry
+        assert registry.get().name == executor
+        before = ps.runtime_stats()
+        _random_program(data)
+        after = ps.runtime_stats()
+    for k in ("fallbacks", "fp64_fallbacks", "fallback_to_reference"):
+        assert after[k] == before[k], f"{k}: a program did not run on {executor}"
+
+
+# Larger arrays: the parallel kernel variants, reductions cut into chunks (partials + a
+# combine), work-groups of several sizes on OpenCL. Fewer examples: each builds new kernels.
+LARGE_DIMS = st.sampled_from([1, 2, 7, 64, 257, 1000, 4099])
+LARGE_MAX_ELEMENTS = 300_000
+FUZZ_LARGE = settings(FUZZ, max_examples=20)
+
+
+@FUZZ_LARGE
+@given(st.data())
+def test_random_programs_on_large_arrays_match_numpy(executor, data):
+    with ps.config.override(backend=executor):
+        before = ps.runtime_stats()
+        _random_program(data, LARGE_DIMS, max_elements=LARGE_MAX_ELEMENTS)
+        after = ps.runtime_stats()
+    for k in ("fallbacks", "fp64_fallbacks", "fallback_to_reference"):
+        assert after[k] == before[k], f"{k}: a program did not run on {executor}"
+
+
+def _random_program(data, dims=st.integers(1, MAX_DIM), max_elements=None):
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
-    full = tuple(data.draw(st.lists(st.integers(1, MAX_DIM), min_size=0, max_size=MAX_NDIM),
-                           label="shape"))
+    full = tuple(data.draw(st.lists(dims, min_size=0, max_size=MAX_NDIM), label="shape"))
+    while max_elements is not None and math.prod(full) > max_elements:
+        full = full[1:]
     pool = [_make_input(data, rng, full) for _ in range(data.draw(st.integers(1, 3)))]
     n_steps = data.draw(st.integers(1, MAX_STEPS), label="steps")
     for _ in range(n_steps):

@@ -1,12 +1,11 @@
 """The OpenCL executor (PoCL in CI) against NumPy: every map op x dtype, every reduction along
-each axis of a 3-D array, fusion, transfer counters, fp64 routing, build/launch failures.
+each axis of a 3-D array, fusion, transfer counters, fp64 routing, build/launch failures. (The op-table suite of
+test_ops.py and the fuzzer of test_fuzz.py are parametrized over the executors themselves.)
 
 Many ops are recorded per flush so that PoCL (which compiles each kernel on its first launch,
 0.1-0.5 s) builds few kernels. The backend is chosen per flush with
 ``ps.config.override(backend="opencl")``."""
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import pytest
@@ -33,12 +32,6 @@ def ocl():
         ex = registry.get()
         assert ex.name == "opencl"
         yield ex
-
-
-@pytest.fixture
-def backend(ocl):
-    """The op-table suite of test_ops.py, run on OpenCL (see the bottom of this file)."""
-    yield "opencl"
 
 
 def _no_fallbacks(s, splits_ok=False):
@@ -390,17 +383,3 @@ def test_devices_lists_opencl():
 def test_every_op_has_a_c_template():
     from streamrt.proggen import render_c
     assert render_c.missing_templates() == []
-
-
-# ---- the op-table suite of test_ops.py, on OpenCL --------------------------------------------
-# Every test there that takes the ``backend`` fixture runs again here with backend="opencl"
-# (the fixture above). Guarded: if that module changes shape, the tests above still run.
-try:
-    import test_ops as _suite
-except Exception:  # noqa: BLE001
-    _suite = None
-if _suite is not None:
-    for _n, _f in list(vars(_suite).items()):
-        if _n.startswith("test_") and callable(_f) and \
-                "backend" in inspect.signature(_f).parameters:
-            globals()[f"{_n}_suite"] = _f

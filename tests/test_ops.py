@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulps, ref_call
+from helpers import (DTYPE_IDS, DTYPES, EXECUTORS, assert_same, data, numpy_supports, op_ulps,
+                     ref_call)
 
 import streamrt as ps
 from streamrt import dtypes as D
@@ -19,10 +20,13 @@ SPECIAL = ["where", "astype"]          # tested below with their own signatures
 REDUCTIONS = list(ops.REDUCTIONS) + ["var", "std"]
 
 
-@pytest.fixture(params=["cpu", "reference"])
+@pytest.fixture(params=EXECUTORS + ["reference"])
 def backend(request):
-    """Run the test on each executor: fused Numba kernels, and NumPy one op at a time."""
+    """Run the test on each executor: fused Numba kernels, fused OpenCL C kernels (where an
+    OpenCL device works: PoCL in CI), and NumPy one op at a time."""
     with ps.config.override(backend=request.param):
+        from streamrt.executors import registry
+        assert registry.get().name == request.param
         yield request.param
 
 
@@ -30,6 +34,8 @@ def _no_fallbacks(stats):
     s = stats()
     assert s["kernel_splits"] == 0 and s["fallback_to_reference"] == 0, \
         "a generated kernel failed to compile (split or fell back to NumPy)"
+    assert s["fallbacks"] == 0 and s["fp64_fallbacks"] == 0, \
+        "a program did not run on the executor under test"
 
 
 # ---- element-wise ops, every dtype -----------------------------------------------------------

@@ -121,6 +121,17 @@ class CUDAExecutor(DeviceExecutor):
             ev.record(self.stream)
         return ev
 
+    def _is_oom(self, e):
+        return isinstance(e, (MemoryError, self.cp.cuda.memory.OutOfMemoryError))
+
+    def _free_pool(self):
+        """Return CuPy's cached (freed but pooled) device blocks to the driver."""
+        pool = self.cp.get_default_memory_pool()
+        n = int(pool.free_bytes())
+        with self.dev:
+            pool.free_all_blocks()
+        return n
+
     def _wait(self, ev):
         ev.synchronize()
 

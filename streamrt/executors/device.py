@@ -24,6 +24,27 @@ class BuildError(Exception):
     """The device compiler rejected a generated kernel."""
 
 
+class DeviceMemoryError(MemoryError):
+    """A device allocation failed even after freeing cached buffers and spilling."""
+
+
+class HostCopy:
+    """A device copy of a host value (a const or a CPU result) read by device kernels; its
+    device bytes are returned to the executor's account when it is dropped."""
+    __slots__ = ("buf", "ex", "nbytes", "value")
+
+    def __init__(self, ex, value, buf, nbytes):
+        self.ex, self.value, self.buf, self.nbytes = ex, value, buf, nbytes
+
+    def __del__(self):
+        if self.buf is not None:
+            self.buf = None
+            try:
+                self.ex._released(self.nbytes)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
 class DeviceArray:
     """The data of one port computed by a device executor: a device buffer and/or a host
     ndarray, and which of them hold the current value. ``host()`` brings the value to the
@@ -51,6 +72,16 @@ class DeviceArray:
         self.hostarr = None
         self.on_host = False
         self.on_device = False
+
+    def __del__(self):
+        if self.buf is not None:
+            self.buf = None
+            try:
+                ex = self.ex
+                ex._resident.pop(id(self), None)
+                ex._released(max(1, self.nbytes))
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
 
     def host(self):
         """The value as a host ndarray (copied from the device if the host copy is stale)."""
@@ -99,7 +130,14 @@ class DeviceExecutor(Executor):
         self.units = 1
         self.max_alloc = 1 << 62
         self.max_param_bytes = 4096
+        self.global_mem = 1 << 62
         self.device_name = self.name
+        # device memory account: bytes of live buffers, the device arrays holding buffers in
+        # least-recently-used order (spill candidates), and what the running program uses
+        self.mem_used = 0
+        self._resident = collections.OrderedDict()   # id(DeviceArray) -> weakref
+        self._pinned = set()                         # ids of DeviceArrays / ports in use
+        self._scratch = []                           # (buffer, bytes) of in-flight partials
 
     @property
     def caps(self):
@@ -116,8 +154,89 @@ class DeviceExecutor(Executor):
     def free(self, buf):
         if isinstance(buf, DeviceArray):
             with self.mem_lock:
-                buf.buf = None
+                if buf.buf is not None:
+                    buf.buf = None
+                    self._resident.pop(id(buf), None)
+                    self._released(max(1, buf.nbytes))
                 buf.on_device = False
+
+    # ---- the device memory account, spilling ----------------------------------------------
+    @property
+    def mem_limit(self):
+        """Bytes this executor may hold on the device: STREAMRT_DEVICE_MEMORY_LIMIT if set
+        (a test or a shared GPU), else the device's global memory."""
+        lim = settings.device_memory_limit
+        return min(lim, self.global_mem) if lim and lim > 0 else self.global_mem
+
+    def _released(self, n):
+        with self.mem_lock:
+            self.mem_used -= n
+
+    def _touch(self, a):
+        """Mark DeviceArray ``a`` (holding a buffer) most recently used."""
+        r = self._resident
+        k = id(a)
+        if k in r:
+            r.move_to_end(k)
+        else:
+            r[k] = weakref.ref(a)
+
+    def _free_pool(self):
+        """Subclasses: return cached blocks of the device library's allocator (CuPy's pool)."""
+        return 0
+
+    def _drop_caches(self):
+        """Free device copies of host values and index tables the running program does not
+        use (their host data is still valid). Returns the bytes freed."""
+        freed = 0
+        with self.mem_lock:
+            for port in list(self._copies.keys()):
+                if port.id in self._pinned:
+                    continue
+                ent = self._copies.pop(port, None)
+                if ent is not None:
+                    freed += ent.nbytes
+                    ent.buf = None
+                    self._released(ent.nbytes)
+            for key in list(self._tables):
+                if key in self._pinned:
+                    continue
+                b = self._tables.pop(key)
+                n = max(1, len(key))
+                freed += n
+                self._released(n)
+                del b
+        return freed
+
+    def _spill(self, need):
+        """Copy least-recently-used device arrays the running program does not use to the
+        host and free their device buffers until ``need`` more bytes fit. Returns the bytes
+        freed; a spilled array comes back to the device when a kernel reads it again."""
+        freed = 0
+        with self.mem_lock:
+            for k in list(self._resident):
+                if self.mem_used + need <= self.mem_limit and freed >= need:
+                    break
+                if k in self._pinned:
+                    continue
+                a = self._resident[k]()
+                if a is None or a.buf is None:
+                    self._resident.pop(k, None)
+                    continue
+                if not a.on_host:
+                    self.to_host(a)
+                    stats.add("bytes_spilled", a.nbytes)
+                a.buf = None
+                a.on_device = False
+                self._resident.pop(k, None)
+                n = max(1, a.nbytes)
+                self._released(n)
+                freed += n
+                stats.add("device_spills")
+                if settings.debug >= 1:
+                    print(f"[streamrt] {self.name}: spilled {a.nbytes} bytes to the host",
+                          file=sys.stderr)
+        return freed
 
     def copy_in(self, host):
         """A DeviceArray holding ``host`` (Move_Data_In: copied to the device now)."""
@@ -132,10 +251,37 @@ class DeviceExecutor(Executor):
         return host_array(buf)
 
     def _new_buffer(self, nbytes):
+        """A device buffer of ``nbytes``. When the device is full (a real allocation failure,
+        or STREAMRT_DEVICE_MEMORY_LIMIT reached): free cached copies and the allocator's pool,
+        retry; spill least-recently-used arrays to the host, retry; then DeviceMemoryError
+        (the program is split or runs on the CPU: see launch)."""
         if nbytes > self.max_alloc:
-            raise MemoryError(f"{nbytes} bytes exceed the device's largest allocation "
-                              f"({self.max_alloc})")
-        return self._dev_alloc(max(1, nbytes))
+            raise DeviceMemoryError(f"{nbytes} bytes exceed the device's largest allocation "
+                                    f"({self.max_alloc})")
+        n = max(1, nbytes)
+        err = None
+        for attempt in range(3):
+            if attempt:
+                stats.add("device_alloc_retries")
+                freed = self._drop_caches() + self._free_pool() if attempt == 1 \
+                    else self._spill(n)
+                if not freed and attempt == 2:
+                    break
+            with self.mem_lock:
+                if self.mem_used + n > self.mem_limit:
+                    err = f"{n} bytes would exceed the device memory limit ({self.mem_limit}" \
+                          f", {self.mem_used} in use)"
+                    continue
+                try:
+                    buf = self._dev_alloc(n)
+                except MemoryError as e:
+                    err = str(e)
+                    continue
+                self.mem_used += n
+                return buf
+        if settings.debug >= 1:
+            print(f"[streamrt] {self.name}: out of device memory: {err}", file=sys.stderr)
+        raise DeviceMemoryError(err)
 
     def _count(self, key, n, t0, direction):
         stats.add(key, n)
@@ -149,6 +295,7 @@ class DeviceExecutor(Executor):
                 return a.buf
             if a.buf is None:
                 a.buf = self._new_buffer(a.nbytes)
+                self._touch(a)
             if a.nbytes:
                 t0 = time.perf_counter()
                 self._h2d(a.buf, a.hostarr)
@@ -177,20 +324,22 @@ class DeviceExecutor(Executor):
         if isinstance(v, DeviceArray) and v.ex is not self:
             v = v.host()
         if isinstance(v, DeviceArray):
-            return self._upload(v)
+            buf = self._upload(v)
+            self._touch(v)
+            return buf
         if v is None:
             raise RuntimeError(f"internal error: {port} has no value")
         with self.mem_lock:
             ent = self._copies.get(port)
-            if ent is not None and ent[0] is v:
-                return ent[1]
+            if ent is not None and ent.value is v and ent.buf is not None:
+                return ent.buf
             h = np.ascontiguousarray(v)
             buf = self._new_buffer(h.nbytes)
             if h.nbytes:
                 t0 = time.perf_counter()
                 self._h2d(buf, h)
                 self._count("bytes_to_device", h.nbytes, t0, "to_device")
-            self._copies[port] = (v, buf)
+            self._copies[port] = HostCopy(self, v, buf, max(1, h.nbytes))
             return buf
 
     def output_buffer(self, port):
@@ -200,21 +349,24 @@ class DeviceExecutor(Executor):
         with self.mem_lock:
             if v.buf is None:
                 v.buf = self._new_buffer(v.nbytes)
+            self._touch(v)
             return v
 
     def _table_buffer(self, table):
         key = table.tobytes()
         with self.mem_lock:
+            self._pinned.add(key)
             b = self._tables.get(key)
             if b is not None:
                 self._tables.move_to_end(key)
                 return b
-            b = self._new_buffer(table.nbytes)
+            b = self._new_buffer(len(key))
             if table.nbytes:
                 self._h2d(b, np.ascontiguousarray(table, dtype=np.int64))
             self._tables[key] = b
             if len(self._tables) > 4096:
-                self._tables.popitem(last=False)
+                old, _ = self._tables.popitem(last=False)
+                self._released(max(1, len(old)))
             return b
 
     # ---- programs ------------------------------------------------------------------------
@@ -267,11 +419,67 @@ class DeviceExecutor(Executor):
             return
         try:
             self._run_kernel(prog, mod)
+            t = prog.seq.timing if prog.seq is not None else None
+            if t is not None and t.measure:
+                self._finish()           # placement: time the first runs of a trace for real
+        except DeviceMemoryError as e:
+            self._out_of_memory(prog, e)
         except Exception as e:  # noqa: BLE001 - a device error: the CPU computes it
+            if self._is_oom(e):
+                self._retry_after_oom(prog, mod, e)
+                return
             if settings.debug >= 1:
                 print(f"[streamrt] {self.name} launch failed ({type(e).__name__}: "
                       f"{str(e)[:200]}); running on the CPU executor", file=sys.stderr)
             self._cpu_fallback(prog)
+
+    def _is_oom(self, e):
+        """Subclasses: is ``e`` the device library's out-of-memory error (raised by a launch:
+        OpenCL allocates buffers lazily, at their first use)?"""
+        return isinstance(e, MemoryError)
+
+    def _retry_after_oom(self, prog, mod, err):
+        """A launch ran out of device memory: free cached copies and the allocator's pool,
+        spill every other array to the host, launch again; then split / CPU (counted)."""
+        stats.add("device_alloc_retries")
+        if settings.debug >= 1:
+            print(f"[streamrt] {self.name}: launch out of memory ({type(err).__name__}: "
+                  f"{str(err)[:200]}); spilling and retrying", file=sys.stderr)
+        try:
+            self._finish()
+        except Exception:  # noqa: BLE001 - the queue may report the same failure
+            pass
+        self._drop_caches()
+        self._free_pool()
+        self._spill(self.mem_used + 1)
+        try:
+            self._run_kernel(prog, mod)
+        except Exception as e:  # noqa: BLE001
+            if isinstance(e, DeviceMemoryError) or self._is_oom(e):
+                self._out_of_memory(prog, e)
+            else:
+                stats.add("fallbacks")
+                self._cpu_fallback(prog, count=False)
+
+    def _out_of_memory(self, prog, err):
+        """The program's buffers do not fit even after spilling: run it as smaller programs
+        (fewer buffers each) if it splits, else on the CPU executor. Counted in
+        ``device_oom_splits`` / ``device_oom_fallbacks``; the result is the same."""
+        from .. import proggen
+        parts = proggen.split(prog, self.caps["renderer"])
+        if settings.debug >= 1:
+            print(f"[streamrt] {self.name}: {err}; "
+                  f"{'splitting' if parts else 'running on the CPU executor'}", file=sys.stderr)
+        if parts is None:
+            stats.add("device_oom_fallbacks")
+            self._cpu_fallback(prog)
+            return
+        stats.add("device_oom_splits")
+        for part in parts:
+            for p in part.outputs:
+                if p.value is None:
+                    p.value = self.alloc(p.shape, p.dtype)
+            self.launch(part)
 
     def _split_or_fallback(self, prog, why):
         from .. import proggen
@@ -318,6 +526,23 @@ class DeviceExecutor(Executor):
         return np.uint8(bool(v)) if s.dtype == np.bool_ else np.dtype(s.dtype).type(v)
 
     def _run_kernel(self, prog, mod):
+        """Launch with the program's own arrays pinned (never spilled while it is set up)."""
+        pin = self._pinned
+        for a in prog.kernel.loads:
+            b = a.port.base_view()[0]
+            pin.add(b.id)
+            pin.add(id(b.value))
+        for p in prog.outputs:
+            pin.add(id(p.value))
+        try:
+            self._run_kernel_pinned(prog, mod)
+        finally:
+            pin.clear()
+            # partials are scratch: their device memory is released once the kernels that
+            # use them complete (OpenCL reference counts, CuPy's stream-ordered pool)
+            self._free_scratch()
+
+    def _run_kernel_pinned(self, prog, mod):
         k = prog.kernel
         if k.is_reduction:
             K = math.prod(k.kept) if k.kept else 1
@@ -342,7 +567,13 @@ class DeviceExecutor(Executor):
                 k, min(self.max_wg, self._kernel_max_wg(kern)), self.units)
             routs = [self.output_buffer(r) for r in k.reductions]
             args.extend(o.buf for o in routs)
-            parts = [self._new_buffer(K * C * np.dtype(dt).itemsize) for dt in prog.partials]
+            psz = [max(1, K * C * np.dtype(dt).itemsize) for dt in prog.partials]
+            parts = []
+            try:
+                for n in psz:
+                    parts.append(self._new_buffer(n))
+            finally:                    # scratch: released when the kernel no longer needs it
+                self._scratch.extend(zip(parts, psz))
             args.extend(parts)
             args.append(np.int64(C))
             self._push(self._enqueue(kern, groups, L, args))
@@ -365,7 +596,14 @@ class DeviceExecutor(Executor):
         while len(self._events) > self.max_events:
             self._wait(self._events.popleft())
 
+    def _free_scratch(self):
+        with self.mem_lock:
+            for _, n in self._scratch:
+                self._released(n)
+            self._scratch.clear()
+
     def synchronize(self):
         super().synchronize()
         self._finish()
         self._events.clear()
+        self._free_scratch()

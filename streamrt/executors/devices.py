@@ -31,8 +31,9 @@ def _opencl():
                  "error": f"{type(e).__name__}: {e}"}]
     out = []
     for pi, di, p, d in devs:
+        kind = "gpu" if d.type & 4 else ("cpu" if d.type & 2 else "accelerator")
         out.append({"backend": "opencl", "name": d.name.strip(), "platform": p.name.strip(),
-                    "index": f"{pi}:{di}", "available": True,
+                    "index": f"{pi}:{di}", "available": True, "type": kind,
                     "compute_units": int(d.max_compute_units),
                     "max_work_group_size": int(d.max_work_group_size),
                     "global_mem_bytes": int(d.global_mem_size),
@@ -50,6 +51,7 @@ def _cuda():
             pr = cupy.cuda.runtime.getDeviceProperties(i)
             name = pr["name"].decode() if isinstance(pr["name"], bytes) else str(pr["name"])
             out.append({"backend": "cuda", "name": name, "index": i, "available": True,
+                        "type": "gpu",
                         "compute_units": int(pr["multiProcessorCount"]),
                         "global_mem_bytes": int(pr["totalGlobalMem"]), "fp64": True})
         return out

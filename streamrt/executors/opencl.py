@@ -168,6 +168,11 @@ class OpenCLExecutor(DeviceExecutor):
         kern.set_args(*args)
         return self.cl.enqueue_nd_range_kernel(self.queue, kern, (groups * local,), (local,))
 
+    def _is_oom(self, e):
+        cl = self.cl
+        return isinstance(e, (MemoryError, cl.MemoryError)) or (
+            isinstance(e, cl.Error) and "MEM_OBJECT_ALLOCATION_FAILURE" in str(e))
+
     def _wait(self, ev):
         ev.wait()
 

@@ -24,12 +24,21 @@ def _make(name):
 
 
 def get(name=None):
+    """The executor ``name`` (default: STREAMRT_BACKEND; 'auto' -- placement decided per
+    sequence by scheduler/placement.py -- gives the CPU executor here)."""
     name = name or settings.backend
+    if name == "auto":
+        name = "cpu"
     with _lock:
         ex = _instances.get(name)
         if ex is None:
             ex = _instances[name] = _make(name)
         return ex
+
+
+def has_device_executor():
+    """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
+    return len(_instances) > ("cpu" in _instances) + ("reference" in _instances)
 
 
 def all_instances():

@@ -180,8 +180,9 @@ def render(k):
             src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
             if sliced[ai]:
                 src(2, f"s{ai} = a{ai}[b{ai}:]")
-        src(2, "lo = (c * nr0) // C")
-        src(2, "hi = ((c + 1) * nr0) // C")
+        if nr:                   # (a reduction over no axis, e.g. of a 0-d array, has none)
+            src(2, "lo = (c * nr0) // C")
+            src(2, "hi = ((c + 1) * nr0) // C")
         for j, p in enumerate(k.reductions):
             _, _, out_dt, acc_dt = reduce_params(p)
             init = REDUCTIONS[p.op].init(acc_dt)
@@ -196,7 +197,7 @@ def render(k):
         idx = [index(([] if sliced[ai] else [f"b{ai}"]) + terms(rv, rs))
                for ai, (_, _, rs) in enumerate(names)]
         if any(p.op in ("argmax", "argmin") for p in k.reductions):
-            ri = "r0"
+            ri = "r0" if nr else "0"
             for d in range(1, nr):
                 ri = f"({ri}) * nr{d} + r{d}"
             src(depth, f"ri = {ri}")

@@ -62,7 +62,7 @@ def weights(ops):
 
 
 class ProgramSequence:
-    __slots__ = ("programs", "dead", "remaining", "groups", "on_done")
+    __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing")
 
     def __init__(self, programs, dead, groups=None):
         self.programs = programs
@@ -70,6 +70,7 @@ class ProgramSequence:
         self.remaining = len(programs)
         self.groups = groups
         self.on_done = None
+        self.timing = None          # scheduler/placement.py: run time of an auto-placed sequence
 
 
 # ---- templates: a program sequence with its ports replaced by key numbers --------------------

@@ -11,8 +11,8 @@ from ..caches import keys, macro_cache, trace_cache
 from ..proggen import sequence
 from ..profiler import collector
 from ..config import settings
-from ..executors import registry
 from . import escheduler as es_mod
+from . import placement
 from .flow import Flow
 from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
 
@@ -76,8 +76,10 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         entries, kparts, kports = q.take_trace()
         if not entries:
             return None
-        executor = registry.get()
+        executor, placed = placement.choose(entries, kparts)
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
+        if placed is not None:
+            placement.start(seq, placed, executor)
         prof = collector._active
         if prof is not None:
             prof.flush(entries, seq, reason, hit)

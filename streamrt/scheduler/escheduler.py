@@ -11,6 +11,7 @@ import time
 from .. import stats
 from ..frontend.errors import ExecutionError
 from ..profiler import collector
+from . import placement
 from .pending import PendingTable
 from .workqueue import DONE, FAILED, SUBMITTED
 
@@ -53,6 +54,7 @@ class EScheduler:
         stats.add("inline_sequences")
         for prog in seq.programs:
             prog.executor = executor
+            prog.seq = seq
             err = None
             for dep in prog.deps():
                 if dep.state == FAILED:
@@ -70,9 +72,12 @@ class EScheduler:
                     t0 = time.perf_counter()
                     with executor.run_lock:
                         executor.launch(prog)
+                    dt = time.perf_counter() - t0
+                    if seq.timing is not None:
+                        seq.timing.seconds += dt
                     prof = collector._active
                     if prof is not None:
-                        prof.kernel(prog, executor, t0, time.perf_counter() - t0)
+                        prof.kernel(prog, executor, t0, dt)
                 except Exception as e:  # noqa: BLE001 - delivered at the read
                     err = e
             self._settle(prog, err)
@@ -82,6 +87,8 @@ class EScheduler:
                     self.inline_waits.difference_update(p.id for p in hit)
                 if hit:
                     self.q.put(("inline_done", prog))
+        if seq.timing is not None:
+            placement.finish(seq)
         seq.programs = []
 
     def _settle(self, prog, err):
@@ -176,6 +183,9 @@ class EScheduler:
 
     def _on_done(self, prog, err, seconds):
         """Completion callback, called on the executor's thread."""
+        seq = prog.seq
+        if seq is not None and seq.timing is not None:
+            seq.timing.seconds += seconds
         self.q.put(("complete", prog, err))
 
     def _complete(self, prog, err):
@@ -199,6 +209,8 @@ class EScheduler:
             self._try(r)
 
     def _seq_done(self, seq):
+        if seq.timing is not None:
+            placement.finish(seq)
         seq.programs = []
         if self.flow is not None:
             self.flow.release()

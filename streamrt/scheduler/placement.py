@@ -1,0 +1,283 @@
+"""Automatic placement (the supervisor's choice of executor): flushed work queue in, executor out.
+When STREAMRT_BACKEND is ``auto`` (the default), each program sequence goes where it is
+estimated to finish first: its size and op costs, where its inputs' valid copies already are
+(transfers cost time), dtype support (float64 on a device without fp64 is excluded), and the
+measured time of earlier runs of the same trace on each executor. Small sequences whose inputs
+are on the host stay on the CPU without looking at devices at all.
+
+The estimates are plain numbers (``Estimate``) that tests and users can replace with
+``set_estimate``; measured times are kept per (trace, executor) and can be read with
+``measured()`` and forgotten with ``reset()``."""
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import stats
+from ..config import settings
+from ..executors import registry
+from .workqueue import DONE
+
+_lock = threading.Lock()
+
+
+@dataclass
+class Estimate:
+    """How fast an executor is assumed to be before a trace was measured on it."""
+    launch_s: float          # fixed cost of a sequence (launch latency, scheduling)
+    ops_per_s: float         # element-operations per second (op-table cost units)
+    bytes_per_s: float       # host <-> executor transfer bandwidth (inf: shares host memory)
+
+
+_estimates: dict = {}        # executor name -> Estimate (defaults filled in on first use)
+_measured = collections.OrderedDict()   # (trace key, executor) -> [runs, seconds EWMA or None]
+_MEASURED_MAX = 4096
+MEASURE_RUNS = 3             # device runs per trace timed synchronously (then trusted)
+_where = weakref.WeakKeyDictionary()    # port computed on a device -> executor name
+_devices = None
+
+
+def _default_estimate(name, dev=None):
+    if name == "cpu":
+        try:
+            import numba
+            threads = numba.get_num_threads()
+        except Exception:  # noqa: BLE001
+            threads = 1
+        return Estimate(2e-5, 3e8 * threads, float("inf"))
+    units = max(1, int((dev or {}).get("compute_units", 1)))
+    if name == "cuda" or (dev or {}).get("type") == "gpu":
+        return Estimate(3e-5, 2e9 * units, 1.2e10)
+    # an OpenCL CPU device (PoCL) or accelerator: slower than Numba on the same cores, and
+    # every buffer is a copy
+    return Estimate(2e-4, 1.5e8 * units, 5e9)
+
+
+def _available():
+    """[(name, device info)] of the device backends that work here (discovered once)."""
+    global _devices
+    if _devices is None:
+        from ..executors.devices import devices
+        found = []
+        for d in devices():
+            if d["backend"] in ("opencl", "cuda") and d["available"] and \
+                    all(f[0] != d["backend"] for f in found):
+                found.append((d["backend"], d))
+        _devices = found
+    return _devices
+
+
+def estimate(name):
+    with _lock:
+        e = _estimates.get(name)
+    if e is None:
+        dev = next((d for n, d in _available() if n == name), None) if name != "cpu" else None
+        e = _default_estimate(name, dev)
+        with _lock:
+            e = _estimates.setdefault(name, e)
+    return e
+
+
+def set_estimate(name, launch_s=None, ops_per_s=None, bytes_per_s=None):
+    """Replace (parts of) the assumed speed of executor ``name`` ('cpu', 'opencl', 'cuda')."""
+    e = estimate(name)
+    with _lock:
+        _estimates[name] = Estimate(e.launch_s if launch_s is None else launch_s,
+                                    e.ops_per_s if ops_per_s is None else ops_per_s,
+                                    e.bytes_per_s if bytes_per_s is None else bytes_per_s)
+
+
+def measured():
+    """{(trace key hash, executor): (runs, seconds or None)} of the traces seen so far (the
+    first run of each is a warm-up and not timed)."""
+    with _lock:
+        return {(hash(k), n): tuple(v) for (k, n), v in _measured.items()}
+
+
+def reset(estimates=True, devices=False):
+    """Forget measured times (and replaced estimates; ``devices``: the discovery too)."""
+    global _devices
+    with _lock:
+        _measured.clear()
+        if estimates:
+            _estimates.clear()
+        if devices:
+            _devices = None
+
+
+# ---- the decision ------------------------------------------------------------------------
+def _location(port):
+    """(executor names holding a valid copy, bytes) of an input port's data."""
+    base = port.inputs[0] if port.kind == "view" else port
+    nbytes = base.size * base.dtype.itemsize
+    v = base.value
+    if v is None:
+        where = _where.get(base)
+        return ({where} if where else {"cpu"}), nbytes
+    if isinstance(v, np.ndarray):
+        return {"cpu"}, nbytes
+    out = set()
+    if getattr(v, "on_host", False):
+        out.add("cpu")
+    if getattr(v, "on_device", False):
+        out.add(v.ex.name)
+    return out or {"cpu"}, nbytes
+
+
+def _survey(entries):
+    """(largest element count, op-cost work, float64 used, {input port id: (where, bytes)})."""
+    from ..proggen.sequence import cost
+    n = work = 0
+    f64 = False
+    inputs = {}
+    f8 = np.dtype(np.float64)
+    for e in entries:
+        if e[0] != "compute":
+            continue
+        p = e[1]
+        if p.kind == "view":
+            continue
+        s = p.size
+        if s > n:
+            n = s
+        if p.kind in ("map", "reduce"):
+            work += cost(p)
+        if p.dtype == f8 or p.loop_dtype == f8:
+            f64 = True
+        for i in p.inputs:
+            if i.kind == "scalar" or i.id in inputs:
+                continue
+            b = i.inputs[0] if i.kind == "view" else i
+            if b.state == DONE or b.kind == "const" or b.value is not None or b in _where:
+                inputs[i.id] = _location(i)
+    return n, work, f64, inputs
+
+
+def _small_on_host(entries, limit):
+    """True if every array of the flush has fewer than ``limit`` elements and no input lives
+    on a device only (the common, cheap case: one pass, no allocation)."""
+    devices_used = registry.has_device_executor()
+    where = _where if len(_where) else None
+    nd = np.ndarray
+    for e in entries:
+        if e[0] != "compute":
+            continue
+        p = e[1]
+        if p.size >= limit:
+            return False
+        if devices_used:
+            for i in p.inputs:
+                b = i.inputs[0] if i.kind == "view" else i
+                v = b.value
+                if v is None:
+                    if where is not None and b in where:
+                        return False
+                elif type(v) is not nd and not getattr(v, "on_host", True):
+                    return False
+    return True
+
+
+def choose(entries, kparts):
+    """The executor for one flushed work queue (STREAMRT_BACKEND forces one)."""
+    name = settings.backend
+    if name != "auto":
+        return registry.get(name), None
+    if _small_on_host(entries, settings.device_min_elements):
+        stats.add("placements_cpu")
+        if settings.debug >= 1:
+            print(f"[streamrt] placement: cpu (small: every array under "
+                  f"{settings.device_min_elements} elements, inputs on the host)",
+                  file=sys.stderr)
+        return registry.get("cpu"), None
+    n, work, f64, inputs = _survey(entries)
+    key = (tuple(kparts),) if kparts else None
+    cands = ["cpu"] + [d for d, _ in _available()]
+    best, best_t, why = "cpu", None, []
+    for c in cands:
+        if c != "cpu" and f64:
+            info = next(d for nm, d in _available() if nm == c)
+            if not info.get("fp64", True):
+                why.append(f"{c}=no fp64")
+                continue
+        est = estimate(c)
+        m = _measured.get((key, c)) if key is not None else None
+        m = m if m is not None and m[1] is not None else None
+        t = m[1] if m is not None else est.launch_s + work / est.ops_per_s
+        moved = sum(b for w, b in inputs.values() if c not in w)
+        if moved:
+            bw = est.bytes_per_s if c != "cpu" else _source_bandwidth(inputs)
+            t += moved / bw
+        why.append(f"{c}={t * 1e3:.3f}ms{' (measured)' if m else ''}"
+                   f"{f' +{moved}B moved' if moved else ''}")
+        if best_t is None or t < best_t:
+            best, best_t = c, t
+    stats.add(f"placements_{best}")
+    if settings.debug >= 1:
+        print(f"[streamrt] placement: {best} ({n} elements, {work} op-units; "
+              f"{', '.join(why)})", file=sys.stderr)
+    ex = registry.get(best)
+    if ex.name != best:              # the device could not be opened: the CPU, from now on
+        with _lock:
+            _devices[:] = [d for d in _devices if d[0] != best]
+    return ex, (key, ex.name)
+
+
+def _source_bandwidth(inputs):
+    """Bandwidth of bringing device-resident inputs back to the host (the slowest device)."""
+    bws = [estimate(n).bytes_per_s for w, _ in inputs.values() for n in w if n != "cpu"]
+    return min(bws) if bws else float("inf")
+
+
+# ---- measurements --------------------------------------------------------------------------
+class Timing:
+    """Attached to a program sequence placed automatically: its programs' run times add up
+    here, and the total is recorded for (trace, executor) when the sequence completes."""
+    __slots__ = ("key", "name", "seconds", "measure", "compiled")
+
+    def __init__(self, key, name):
+        self.key, self.name, self.seconds = key, name, 0.0
+        m = _measured.get((key, name))
+        # device launches are asynchronous: the first runs of a trace wait for the device so
+        # that the time taken is the real one
+        self.measure = name != "cpu" and (m is None or m[0] <= MEASURE_RUNS)
+        self.compiled = stats.get("compile_seconds")
+
+
+def start(seq, placed, ex):
+    """Remember where ``seq`` went (its outputs' location, and its timing if keyed)."""
+    if placed is None:
+        return
+    key, name = placed
+    if name != "cpu":
+        for prog in seq.programs:
+            for p in prog.outputs:
+                _where[p] = name
+    if key is not None:
+        seq.timing = Timing(key, name)
+
+
+def finish(seq):
+    t = seq.timing
+    if t is None:
+        return
+    seq.timing = None
+    k = (t.key, t.name)
+    # the first run of a trace on an executor is a warm-up (device compilers may build at the
+    # first launch), and a run during which anything was compiled is not representative
+    valid = stats.get("compile_seconds") == t.compiled
+    with _lock:
+        m = _measured.get(k)
+        if m is None:
+            _measured[k] = [1, None]
+            if len(_measured) > _MEASURED_MAX:
+                _measured.popitem(last=False)
+        else:
+            m[0] += 1
+            if valid:
+                m[1] = t.seconds if m[1] is None else 0.7 * m[1] + 0.3 * t.seconds
+            _measured.move_to_end(k)
