@@ -222,6 +222,7 @@ def _vm_expm1_f64(x):
     y = f8(2.0) * _fma(t, u, t - H8)              # 2^k u + 2^k - 1, one rounding
     y = _sel(x > f8(710.0), INF8, y)
     y = _sel(x < f8(-40.0), -O8, y)               # e^-40 < 2^-54: rounds to -1
+    y = _sel(x == Z8, x, y)                       # expm1(-0) = -0
     return _sel(x != x, x, y)
 
 
@@ -328,6 +329,7 @@ def _vm_log1p_f64(x):
 TWO_OVER_PI8 = f8(0.6366197723675814)
 PIO2_1, PIO2_2, PIO2_3 = (f8(1.57079632673412561417e+00), f8(6.07710050630396597660e-11),
                           f8(2.02226624871116645580e-21))   # 33 + 33 + 53 bits of pi/2
+PIO2_4 = f8(8.47842766036889956997e-32)                     # the rest (fdlibm's pio2_3t)
 S8 = tuple(f8((-1) ** n / math.factorial(2 * n + 1)) for n in range(11))
 C8 = tuple(f8((-1) ** n / math.factorial(2 * n)) for n in range(11))
 TRIG_MAX8 = f8(1.6e6)        # 2^20 * pi/2 ~ 1.647e6: k * PIO2_1 exact below
@@ -336,9 +338,10 @@ TRIG_MAX8 = f8(1.6e6)        # 2^20 * pi/2 ~ 1.647e6: k * PIO2_1 exact below
 @njit(**_J)
 def _trig_reduce8(x):
     k = (x * TWO_OVER_PI8 + MAGIC8) - MAGIC8
-    r = x - k * PIO2_1
-    r = r - k * PIO2_2
-    r = r - k * PIO2_3
+    r = x - k * PIO2_1                            # exact (33-bit part, |k| < 2^20)
+    r = _fma(-k, PIO2_2, r)
+    r = _fma(-k, PIO2_3, r)
+    r = _fma(-k, PIO2_4, r)
     q = k - f8(4.0) * np.floor(k * f8(0.25))      # k mod 4 in {0, 1, 2, 3}
     return r, q
 
@@ -467,6 +470,7 @@ def _vm_cbrt_f64(x):
     y = _sel((a > f8(1e300)) | (a < f8(1e-290)), y0, y)  # y^3 would overflow / underflow
     y = _sel((a == Z8) | (a == INF8), a, y)
     y = _sel(x < Z8, -y, y)
+    y = _sel(x == Z8, x, y)                              # cbrt(-0) = -0
     return _sel(x != x, x, y)
 
 
@@ -480,7 +484,7 @@ def _pow_via8(x, y):
     hy = H8 * y
     odd = yint & ((hy + MAGIC8) - MAGIC8 != hy) & (abs(y) < f8(9007199254740992.0))
     r = _sel((x < Z8) & odd, -r, r)
-    r = _sel((x < Z8) & (not yint), NAN8, r)
+    r = _sel((x < Z8) & (x != -INF8) & (not yint), NAN8, r)   # C99: (-inf) ** y = inf or 0
     r = _sel((x == Z8) & odd, _sel(y > Z8, x, O8 / x), r)   # (+-0) ** odd keeps the sign
     r = _sel((a == O8) & (abs(y) == INF8), O8, r)
     r = _sel((x == -INF8) & odd, _sel(y > Z8, x, -Z8), r)
