@@ -100,6 +100,22 @@ def _logsplit(typingctx, x):
     return rt(x), codegen
 
 
+@intrinsic
+def _exponent(typingctx, x):
+    """The unbiased binary exponent of a positive normal x, as a float (bit ops)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        (x,) = args
+        w, m, b = _layout(sig.args[0])
+        it = ir.IntType(w)
+        e = builder.lshr(builder.bitcast(x, it), ir.Constant(it, m))
+        e = builder.sub(builder.and_(e, ir.Constant(it, 2 * b + 1)), ir.Constant(it, b))
+        return builder.sitofp(e, x.type)
+    return x(x), codegen
+
+
 _J = dict(inline="always", cache=True, error_model="numpy")
 
 
@@ -335,15 +351,106 @@ C8 = tuple(f8((-1) ** n / math.factorial(2 * n)) for n in range(11))
 TRIG_MAX8 = f8(1.6e6)        # 2^20 * pi/2 ~ 1.647e6: k * PIO2_1 exact below
 
 
+def _two_over_pi_chunks(n):
+    """2/pi in 24-bit chunks: C[j] = bits 24j+1 .. 24j+24 after the binary point, times 2^-24
+    (exact integers; pi by Machin's formula in fixed point)."""
+    prec = 24 * n + 128
+
+    def atan_inv(k):                      # atan(1/k) * 2^prec
+        total, term, k2, i = 0, (1 << prec) // k, k * k, 0
+        while term:
+            total += term // (2 * i + 1) if i % 2 == 0 else -(term // (2 * i + 1))
+            term //= k2
+            i += 1
+        return total
+    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
+    tpi = (2 << (2 * prec)) // pi                  # 2/pi * 2^prec
+    return np.array([((tpi >> (prec - 24 * (j + 1))) & 0xFFFFFF) * 2.0 ** -24
+                     for j in range(n)], np.float64)
+
+
+TWO_OVER_PI_C = _two_over_pi_chunks(56)        # exponents up to 1024, + 8 chunks
+PIO2_HI, PIO2_LO = f8(1.5707963267948966), f8(6.123233995736766e-17)
+TWO24 = tuple(f8(2.0 ** (-24 * i)) for i in range(8))
+
+
 @njit(**_J)
-def _trig_reduce8(x):
+def _rint8(v):
+    """Round to nearest integer, exact for every double (2^52 and above are integers)."""
+    a = abs(v)
+    r = _sel(a < f8(2.0 ** 52), (a + f8(2.0 ** 52)) - f8(2.0 ** 52), a)
+    return _sel(v < Z8, -r, r)
+
+
+@njit(**_J)
+def _mod4(v):
+    """v mod 4 in [-2, 2], exact for any double v."""
+    return v - f8(4.0) * _rint8(v * f8(0.25))
+
+
+@njit(**_J)
+def _two_sum(s, e, v):
+    t = s + v
+    bp = t - s
+    return t, e + ((s - (t - bp)) + (v - bp))
+
+
+@njit(**_J)
+def _ph_step(X, j, i, s, c):
+    """Add X * (chunk j+i of 2/pi) 2^(-24 i), reduced mod 4, to the double-double (s, c)."""
+    u = TWO_OVER_PI_C[j + np.uint64(i)] * TWO24[i]
+    h = X * u
+    lo = _fma(X, u, -h)                           # X u = h + lo exactly
+    s, c = _two_sum(s, c, _mod4(h))
+    return _two_sum(s, c, _mod4(lo))
+
+
+@njit(**_J)
+def _payne_hanek8(x, n):
+    """(r_hi, r_lo, q): x - (4m + q) pi/2 = r_hi + r_lo, |r| <= pi/4, for any finite |x| >= 1
+    (branch-free: n 24-bit chunks of 2/pi picked by the exponent, exact products by fma; the
+    chunks past the n-th contribute below 2^(78 - 24n) quarter turns for a 53-bit mantissa:
+    n = 8 for float64, n = 5 for float32 inputs, whose mantissa has 24 bits)."""
+    a = abs(x)
+    e = _exponent(a) - f8(52.0)                   # a = M 2^e, M a 53-bit integer
+    j0 = np.floor((e - f8(2.0)) * f8(1.0 / 24.0))
+    j0 = _sel(j0 > Z8, j0, Z8)                    # chunks before j0 give multiples of 4
+    X = _scale2(a, f8(-24.0) * j0)
+    j = np.uint64(j0)                             # unsigned: no wrap-around check
+    s, c = _ph_step(X, j, 0, Z8, Z8)              # written out: LLVM vectorises the outer
+    s, c = _ph_step(X, j, 1, s, c)                # loop only when no inner loop is left
+    s, c = _ph_step(X, j, 2, s, c)
+    s, c = _ph_step(X, j, 3, s, c)
+    s, c = _ph_step(X, j, 4, s, c)
+    if n > 5:
+        s, c = _ph_step(X, j, 5, s, c)
+        s, c = _ph_step(X, j, 6, s, c)
+        s, c = _ph_step(X, j, 7, s, c)
+    k = _rint8(s)
+    s = s - k
+    f = s + c                                      # quarter turns in [-1/2, 1/2]
+    fl = c - (f - s)
+    rh = f * PIO2_HI
+    rl = _fma(f, PIO2_HI, -rh) + (f * PIO2_LO + fl * PIO2_HI)
+    q = k - f8(4.0) * np.floor(k * f8(0.25))
+    neg = x < Z8                                   # sin/cos of -x: r -> -r, q -> -q mod 4
+    q = _sel(neg & (q != Z8), f8(4.0) - q, q)
+    return _sel(neg, -rh, rh), _sel(neg, -rl, rl), q
+
+
+@njit(**_J)
+def _trig_reduce8(x, n):
+    """(r, r_lo, q) with x = (4n + q) pi/2 + r + r_lo: Cody-Waite below 1.6e6, Payne-Hanek above."""
     k = (x * TWO_OVER_PI8 + MAGIC8) - MAGIC8
+    k = _sel(abs(x) < TRIG_MAX8, k, Z8)
     r = x - k * PIO2_1                            # exact (33-bit part, |k| < 2^20)
     r = _fma(-k, PIO2_2, r)
     r = _fma(-k, PIO2_3, r)
     r = _fma(-k, PIO2_4, r)
     q = k - f8(4.0) * np.floor(k * f8(0.25))      # k mod 4 in {0, 1, 2, 3}
-    return r, q
+    big = abs(x) >= TRIG_MAX8
+    ph, pl, pq = _payne_hanek8(_sel(big & (x - x == Z8), x, O8), n)
+    return _sel(big, ph, r), _sel(big, pl, Z8), _sel(big, pq, q)
 
 
 @njit(**_J)
@@ -376,46 +483,58 @@ def _cos_poly8(r):
     return w + (((O8 - w) - hz) + z * z * p)      # fdlibm's trick: 1 - z/2 with its error
 
 
-@_export
 @njit(**_J)
-def _vm_sin_f64(x):
-    r, q = _trig_reduce8(x)
-    s = _sin_poly8(r)
-    c = _cos_poly8(r)
+def _sin8(x, n):
+    r, rl, q = _trig_reduce8(x, n)
+    s = _fma(rl, _cos_poly8(r), _sin_poly8(r))  # sin(r + rl), cos(r + rl) to first order
+    c = _fma(-rl, _sin_poly8(r), _cos_poly8(r))
     y = _sel((q == O8) | (q == f8(3.0)), c, s)
     y = _sel(q >= f8(2.0), -y, y)
     y = _sel(x == Z8, x, y)                       # sin(-0) = -0
-    if abs(x) > TRIG_MAX8:                        # rare: predicated scalar libm call
-        y = np.sin(x)
+    y = _sel(x - x == Z8, y, NAN8)                # +-inf, NaN -> NaN
     return y
+
+
+@njit(**_J)
+def _cos8(x, n):
+    r, rl, q = _trig_reduce8(x, n)
+    s = _fma(rl, _cos_poly8(r), _sin_poly8(r))  # sin(r + rl), cos(r + rl) to first order
+    c = _fma(-rl, _sin_poly8(r), _cos_poly8(r))
+    y = _sel((q == O8) | (q == f8(3.0)), s, c)
+    y = _sel((q == O8) | (q == f8(2.0)), -y, y)
+    y = _sel(q == Z8, c, y)
+    y = _sel(x - x == Z8, y, NAN8)
+    return y
+
+
+@njit(**_J)
+def _tan8(x, n):
+    r, rl, q = _trig_reduce8(x, n)
+    s = _fma(rl, _cos_poly8(r), _sin_poly8(r))  # sin(r + rl), cos(r + rl) to first order
+    c = _fma(-rl, _sin_poly8(r), _cos_poly8(r))
+    odd = (q == O8) | (q == f8(3.0))
+    y = _sel(odd, -c, s) / _sel(odd, s, c)
+    y = _sel(x == Z8, x, y)
+    y = _sel(x - x == Z8, y, NAN8)
+    return y
+
+
+@_export
+@njit(**_J)
+def _vm_sin_f64(x):
+    return _sin8(x, 8)
 
 
 @_export
 @njit(**_J)
 def _vm_cos_f64(x):
-    r, q = _trig_reduce8(x)
-    s = _sin_poly8(r)
-    c = _cos_poly8(r)
-    y = _sel((q == O8) | (q == f8(3.0)), s, c)
-    y = _sel((q == O8) | (q == f8(2.0)), -y, y)
-    y = _sel(q == Z8, c, y)
-    if abs(x) > TRIG_MAX8:
-        y = np.cos(x)
-    return y
+    return _cos8(x, 8)
 
 
 @_export
 @njit(**_J)
 def _vm_tan_f64(x):
-    r, q = _trig_reduce8(x)
-    s = _sin_poly8(r)
-    c = _cos_poly8(r)
-    odd = (q == O8) | (q == f8(3.0))
-    y = _sel(odd, -c, s) / _sel(odd, s, c)
-    y = _sel(x == Z8, x, y)
-    if abs(x) > TRIG_MAX8:
-        y = np.tan(x)
-    return y
+    return _tan8(x, 8)
 
 
 # ---- hyperbolic ---------------------------------------------------------------------------
@@ -533,19 +652,19 @@ def _vm_log1p_f32(x):
 @_export
 @njit(**_J)
 def _vm_sin_f32(x):
-    return f4(_vm_sin_f64(f8(x)))
+    return f4(_sin8(f8(x), 5))
 
 
 @_export
 @njit(**_J)
 def _vm_cos_f32(x):
-    return f4(_vm_cos_f64(f8(x)))
+    return f4(_cos8(f8(x), 5))
 
 
 @_export
 @njit(**_J)
 def _vm_tan_f32(x):
-    return f4(_vm_tan_f64(f8(x)))
+    return f4(_tan8(f8(x), 5))
 
 
 @_export
