@@ -67,6 +67,9 @@ FLAGS = {
                              "On a reference mismatch: raise | warn | log"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
+    "fast_math": Flag("STREAMRT_FAST_MATH", True, _bool,
+                      "Vectorisable polynomial exp/log/sin/... in CPU kernels (0: Numba's scalar "
+                      "libm calls); see docs/fastmath.md", in_key=True),
 }
 
 

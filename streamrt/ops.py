@@ -214,3 +214,27 @@ REDUCTION_NAMES = tuple(REDUCTIONS)
 def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
     t = op.numba
     return t(loop_dtype, args) if callable(t) else t.format(*args)
+
+
+# ---- vectorisable transcendental functions (executors/vecmath.py) ----------------------------
+# With STREAMRT_FAST_MATH (default on) the Numba renderer calls the branch-free polynomial
+# primitives _vm_<name>_f32/_f64 instead of Numba's scalar libm calls; other dtypes keep np.<name>.
+# sin/cos/tan and float32 pow have primitives too but stay on libm: their large-argument path
+# (|x| > 1.6e6) is a predicated libm call that stops LLVM vectorising, and pow is slower.
+VECMATH = {n: (D.float32, D.float64) for n in (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "cbrt")}
+
+
+def _vecmath(name, fallback):
+    fn = "pow" if name == "power" else name
+
+    def render(dt, a):
+        from .config import settings
+        if dt in VECMATH[name] and settings.fast_math:
+            return f"_vm_{fn}_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
+        return fallback(dt, a) if callable(fallback) else fallback.format(*a)
+    return render
+
+
+for _n in VECMATH:
+    OPS[_n] = Op(**{**OPS[_n].__dict__, "numba": _vecmath(_n, OPS[_n].numba)})

@@ -8,15 +8,16 @@ import os
 
 @functools.lru_cache(maxsize=1)
 def compiler_versions() -> str:
-    """Compiler versions and the helpers generated kernels inline (executors/cpu_lib.py): a
-    change to either must not load kernels compiled before it."""
+    """Compiler versions and the helpers generated kernels inline (executors/cpu_lib.py and
+    executors/vecmath.py): a change to either must not load kernels compiled before it."""
     import numba
     import numpy
-    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "executors",
-                       "cpu_lib.py")
-    with open(lib, "rb") as f:
-        lib_hash = hashlib.sha1(f.read()).hexdigest()[:12]
-    return f"numba={numba.__version__};numpy={numpy.__version__};cpu_lib={lib_hash}"
+    ex = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "executors")
+    libs = []
+    for name in ("cpu_lib", "vecmath"):
+        with open(os.path.join(ex, name + ".py"), "rb") as f:
+            libs.append(f"{name}={hashlib.sha1(f.read()).hexdigest()[:12]}")
+    return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)
 
 
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
