@@ -12,10 +12,12 @@ def compiler_versions() -> str:
     change to either must not load kernels compiled before it."""
     import numba
     import numpy
-    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "executors",
-                       "cpu_lib.py")
-    with open(lib, "rb") as f:
-        lib_hash = hashlib.sha1(f.read()).hexdigest()[:12]
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha1()
+    for lib in (("executors", "cpu_lib.py"), ("executors", "cpu_rng.py"), ("rngcore.py",)):
+        with open(os.path.join(pkg, *lib), "rb") as f:
+            h.update(f.read())
+    lib_hash = h.hexdigest()[:12]
     return f"numba={numba.__version__};numpy={numpy.__version__};cpu_lib={lib_hash}"
 
 
