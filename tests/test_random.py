@@ -444,3 +444,32 @@ def test_box_muller_accuracy():
     u2 = (b2 >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
     ref = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)
     assert np.max(np.abs(mine - ref)) < 1e-14
+
+
+def test_monte_carlo_pi_as_a_numpy_program(stats):
+    import streamrt as np_
+    rng = np_.random.default_rng(123)
+    n = 1_000_000
+    est = 4 * np_.mean(rng.random(n) ** 2 + rng.random(n) ** 2 < 1)
+    val = float(est)
+    s = stats()
+    # the draws, squares, compare and mean in one kernel; "4 *" on the 0-d mean in another
+    assert s["kernels_launched"] == 2 and s["bytes_allocated"] < 1024
+    k = _key(rng)
+    x = R.uniform01("philox", k, 0, (n,), np.float64)
+    y = R.uniform01("philox", k, n, (n,), np.float64)
+    assert val == pytest.approx(4 * np.mean(x ** 2 + y ** 2 < 1), rel=1e-12)
+    assert abs(val - np.pi) < 0.01
+
+
+def test_legacy_module_functions():
+    ps.random.seed(5)
+    a = np.asarray(ps.random.rand(3, 4))
+    ps.random.seed(5)
+    b = np.asarray(ps.random.random((3, 4)))
+    np.testing.assert_array_equal(a, b)
+    assert ps.random.randn(2, 2).shape == (2, 2)
+    r = np.asarray(ps.random.randint(0, 3, size=50))
+    assert r.min() >= 0 and r.max() <= 2
+    assert ps.random.normal(size=7).shape == (7,)
+    assert ps.random.uniform(1, 2, size=3).dtype == np.float64
