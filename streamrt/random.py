@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 import operator
 import os
+import threading
 
 import numpy as np
 
@@ -101,6 +102,7 @@ class Generator:
         self._key = rngcore.philox_key(s) if bit_generator == "philox" else \
             rngcore.squares_key(s)
         self._counter = 0
+        self._lock = threading.Lock()      # draws from several threads take disjoint counters
         # a generator created while a macro body is recorded is re-created by the body at
         # every call: its draws are part of the recorded code (see _draw)
         self._born = current_queue().recording
@@ -115,14 +117,16 @@ class Generator:
 
     def advance(self, n):
         """Skip ``n`` values (as drawing them would)."""
-        self._counter = (self._counter + int(n)) % _U64
+        with self._lock:
+            self._counter = (self._counter + int(n)) % _U64
         return self
 
     # ---- the one recording path -------------------------------------------------------------
     def _draw(self, dist, shape, out_dt, loop_dt, extra, site):
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        base = self._counter
-        self._counter = (base + n) % _U64
+        with self._lock:
+            base = self._counter
+            self._counter = (base + n) % _U64
         kp, cp = _scalar(self._key), _scalar(base)
         kp.site = cp.site = site
         rec = current_queue().recording

@@ -473,3 +473,81 @@ def test_legacy_module_functions():
     assert r.min() >= 0 and r.max() <= 2
     assert ps.random.normal(size=7).shape == (7,)
     assert ps.random.uniform(1, 2, size=3).dtype == np.float64
+
+
+@pytest.mark.skipif(not __import__("shutil").which("g++"), reason="no host C++ compiler")
+def test_cuda_dialect_helpers_on_the_host(tmp_path):
+    """The CUDA-dialect RNG source (as render_c emits it), compiled for the host with the
+    CUDA intrinsics it uses shimmed and FMA contraction off, gives the reference's bits --
+    the CUDA executor itself needs a GPU."""
+    import subprocess
+    from streamrt.proggen import render_c
+    src = ("#include <cstdio>\n#include <cstdlib>\n#include <cmath>\n#include <cstring>\n"
+           "#define __device__\n#define __forceinline__ inline\n#define __global__\n"
+           "static inline double __dmul_rn(double a, double b) { return a * b; }\n"
+           + render_c._CUDA_PRELUDE
+           + R.c_source("cuda", "srr_normal( srr_uniform_f64(")
+           + r"""
+int main(int argc, char** argv) {
+    const i64 key = strtoll(argv[1], 0, 10), ctr = strtoll(argv[2], 0, 10);
+    const int n = atoi(argv[3]);
+    for (int g = 0; g < 2; g++)
+        for (i64 i = 0; i < n; i++) {
+            double u = srr_uniform_f64(g, key, ctr, i), z = srr_normal(g, key, ctr, i);
+            float f = srr_uniform_f32(g, key, ctr, i);
+            u64 bu, bz; unsigned bf; memcpy(&bu, &u, 8); memcpy(&bz, &z, 8); memcpy(&bf, &f, 4);
+            printf("%llx %llx %x %lld\n", bu, bz, bf, srr_integers(g, key, ctr, -3, 1000, i));
+        }
+    return 0;
+}
+""")
+    (tmp_path / "rng.cpp").write_text(src)
+    exe = tmp_path / "rng"
+    subprocess.run(["g++", "-O2", "-ffp-contract=off", "-o", str(exe), str(tmp_path / "rng.cpp")],
+                   check=True, capture_output=True)
+    key, ctr, n = R.to_i64(R.philox_key(3)), R.to_i64((1 << 64) - 500), 1000
+    out = subprocess.run([str(exe), str(key), str(ctr), str(n)], check=True,
+                         capture_output=True, text=True).stdout.split("\n")
+    rows = [ln.split() for ln in out if ln]
+    for g, gen in enumerate(GENS):
+        part = rows[g * n:(g + 1) * n]
+        bu = np.array([int(r[0], 16) for r in part], np.uint64).view(np.float64)
+        bz = np.array([int(r[1], 16) for r in part], np.uint64).view(np.float64)
+        bf = np.array([int(r[2], 16) for r in part], np.uint32).view(np.float32)
+        iv = np.array([int(r[3]) for r in part], np.int64)
+        np.testing.assert_array_equal(bu, R.uniform01(gen, key, ctr, (n,), np.float64))
+        np.testing.assert_array_equal(bz, R.normal(gen, key, ctr, (n,)))
+        np.testing.assert_array_equal(bf, R.uniform01(gen, key, ctr, (n,), np.float32))
+        np.testing.assert_array_equal(iv, R.integers(gen, key, ctr, -3, 1000, (n,)))
+
+
+def test_reference_mode_agrees(stats):
+    """Debugger reference mode evaluates every draw with the NumPy reference too: no
+    mismatch (bit-identical), and the result is the reference's."""
+    with ps.config.override(reference=True):
+        g = ps.random.default_rng(4)
+        v = np.asarray(g.standard_normal(300) * 2.0 + g.integers(0, 5, size=300))
+    assert stats()["reference_mismatches"] == 0
+    k = _key(g)
+    np.testing.assert_array_equal(v, R.normal("philox", k, 0, (300,)) * 2.0
+                                  + R.integers("philox", k, 300, 0, 5, (300,)))
+
+
+@pytest.mark.parametrize("renderer", ["cuda", "opencl"])
+def test_c_renderers_emit_rng_helpers(renderer):
+    from streamrt import proggen
+    from streamrt.scheduler.workqueue import current_queue
+    ps.sync()
+    g = ps.random.default_rng(1, bit_generator="fast")
+    keep = [g.standard_normal((7, 9)).sum(axis=0), g.random(5, dtype=np.float32) + 1]
+    seq = proggen.generate(current_queue().take(), {"fuse": True, "renderer": renderer})
+    srcs = [p.source for p in seq.programs if p.kind == "kernel"]
+    assert len(srcs) == 2
+    red, mp = srcs
+    assert "srr_normal(1, " in red and "const i64 ei = bi" in red
+    assert "srr_uniform_f32(1, " in mp and "srr_box_muller" not in mp
+    if renderer == "cuda":
+        assert "__dmul_rn" in red
+    else:       # a float32 draw needs no fp64 device
+        assert "FP_CONTRACT OFF" in red and "cl_khr_fp64" in red and "cl_khr_fp64" not in mp
+    del keep
