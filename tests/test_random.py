@@ -551,3 +551,31 @@ def test_c_renderers_emit_rng_helpers(renderer):
     else:       # a float32 draw needs no fp64 device
         assert "FP_CONTRACT OFF" in red and "cl_khr_fp64" in red and "cl_khr_fp64" not in mp
     del keep
+
+
+def test_generator_as_macro_argument_and_macro_section(stats):
+    @ps.macro
+    def draw(x, rng):
+        return x + rng.random(x.shape)
+
+    g = ps.random.default_rng(61)
+    x = ps.zeros(10)
+    a, b = np.asarray(draw(x, g)), np.asarray(draw(x, g))
+    assert draw.replays == 1 and g.counter == 20 and not np.array_equal(a, b)
+    k = _key(g)
+    np.testing.assert_array_equal(b, R.uniform01("philox", k, 10, (10,), np.float64))
+    h = ps.random.default_rng(62)
+    got = []
+    for _ in range(3):
+        with ps.macro_section("noise", [x]):
+            y = x + h.standard_normal(10)
+        got.append(np.asarray(y))
+    assert stats()["macro_cache_hits"] >= 2 and h.counter == 30
+    assert len({v.tobytes() for v in got}) == 3
+
+
+def test_empty_draws():
+    g = ps.random.default_rng(0)
+    assert np.asarray(g.random(0)).shape == (0,)
+    assert np.asarray(g.integers(0, 3, size=(2, 0))).shape == (2, 0)
+    assert g.counter == 0
