@@ -24,6 +24,7 @@ class Op:
     loop: str = "out"            # dtype the inputs are cast to: 'out' (result dtype) or 'in'
     float_tol: bool = False      # compared with a ulp tolerance (transcendentals), else exactly
     aliases: tuple = field(default=())
+    counter: bool = False        # counter-based RNG: scalar inputs passed uncast + flat index
 
 
 OPS: dict[str, Op] = {}
@@ -105,6 +106,29 @@ for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "t
         aliases=(_n.replace("arc", "a"),) if _n.startswith("arc") else ())
 _op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True, aliases=("atan2",))
 _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
+# ---- counter-based random numbers (streamrt/rngcore.py, streamrt/random.py) -----------------
+# No array inputs (arity 0): the inputs are int64 scalar kernel parameters -- key, counter base
+# (integers: also low and range) -- and the kernel appends the element's flat index, so the
+# numbers are computed where they are consumed. Not in the public namespace.
+def _rng_ops():
+    from . import rngcore
+
+    for g, gen in enumerate(rngcore.GENERATORS):
+        def uni(dt, a, g=g):
+            return f"_rng_uniform_{'f32' if dt == D.float32 else 'f64'}({g}, {', '.join(a)})"
+        _op(f"random_uniform_{gen}", "map", 0, uni, ufunc=None, cost=30, counter=True,
+            ref=lambda key, ctr, shape, dtype, gen=gen: rngcore.uniform01(gen, key, ctr, shape,
+                                                                           dtype))
+        _op(f"random_normal_{gen}", "map", 0, f"_rng_normal({g}, {{0}}, {{1}}, {{2}})",
+            ufunc=None, cost=60, counter=True,
+            ref=lambda key, ctr, shape, dtype, gen=gen: rngcore.normal(gen, key, ctr, shape))
+        _op(f"random_integers_{gen}", "map", 0,
+            f"_rng_integers({g}, {{0}}, {{1}}, {{2}}, {{3}}, {{4}})", ufunc=None, cost=35,
+            counter=True, ref=lambda key, ctr, low, rng, shape, dtype, gen=gen:
+            rngcore.integers(gen, key, ctr, low, rng, shape))
+
+
+_rng_ops()
 
 
 # ---- reductions ---------------------------------------------------------------------------

@@ -12,11 +12,12 @@ def compiler_versions() -> str:
     executors/vecmath.py): a change to either must not load kernels compiled before it."""
     import numba
     import numpy
-    ex = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "executors")
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
-    for name in ("cpu_lib", "vecmath"):
-        with open(os.path.join(ex, name + ".py"), "rb") as f:
-            libs.append(f"{name}={hashlib.sha1(f.read()).hexdigest()[:12]}")
+    for lib in (("executors", "cpu_lib.py"), ("executors", "vecmath.py"),
+                ("executors", "cpu_rng.py"), ("rngcore.py",)):
+        with open(os.path.join(pkg, *lib), "rb") as f:
+            libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)
 
 

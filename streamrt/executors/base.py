@@ -105,6 +105,8 @@ def run_refop(p, val):
             op = OPS[p.op]
             if p.op == "astype":
                 r = np.asarray(args[0]).astype(p.dtype)
+            elif op.counter:        # counter-based RNG: scalar parameters, no array inputs
+                r = op.ref(*[int(a) for a in args], shape=p.shape, dtype=p.loop_dtype)
             else:
                 r = op.ref(*loop_args(p, args))
         elif p.kind == "reduce":

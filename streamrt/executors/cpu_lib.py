@@ -8,6 +8,11 @@ from numba import njit
 __all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
            "_shl", "_shr"]
 
+from .cpu_rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
+from .cpu_rng import __all__ as _rng_all  # noqa: E402
+
+__all__ += _rng_all
+
 
 @njit(inline="always", cache=True, error_model="numpy")
 def _ifloordiv(a, b):

@@ -29,12 +29,22 @@ from .errors import ArgumentError, MacroError, callsite, record_error
 
 
 class _Recording:
-    __slots__ = ("name", "stack", "input_ids")
+    __slots__ = ("name", "stack", "input_ids", "rng", "rng_start")
 
     def __init__(self, name, input_ids):
         self.name = name
         self.stack = []
         self.input_ids = set(input_ids)
+        self.rng = {}          # scalar port id -> (generator, 'key' | 'ctr', offset)
+        self.rng_start = {}    # generator -> its counter when the body first drew from it
+
+
+def note_rng(rec, gen, key_port, ctr_port, base):
+    """A draw from ``gen`` (created outside the body) inside a recording: its key and counter
+    parameters become replay inputs, so every replay draws new numbers (random.py)."""
+    start = rec.rng_start.setdefault(gen, base)
+    rec.rng[key_port.id] = (gen, "key", 0)
+    rec.rng[ctr_port.id] = (gen, "ctr", (base - start) % (1 << 64))
 
 
 def _control_key(v, site, what):
@@ -83,11 +93,13 @@ def _unflatten(struct, leaves):
 
 class _Section:
     """What a replay needs: port recipes, the program-sequence template, the outputs."""
-    __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build", "sites")
+    __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build", "sites",
+                 "advance")
 
-    def __init__(self, recipes, template, outputs, struct, n):
+    def __init__(self, recipes, template, outputs, struct, n, advance=()):
         self.recipes, self.template, self.outputs, self.struct, self.n = (
             recipes, template, outputs, struct, n)
+        self.advance = advance     # (generator, values the body drew from it)
         self.nnew = sum(1 for r in recipes if r[0] == "N")
         self.sites = [r[7] for r in recipes if r[0] == "N"]
         self.build = _builder(recipes)
@@ -107,6 +119,13 @@ def _builder(recipes):
         elif r[0] == "F":
             g[f"f{i}"] = r[1]
             lines.append(f"    p{i} = f{i}")
+        elif r[0] == "R":
+            # a generator's key or counter: read from the generator at each replay
+            _, gen, field, off, dt, params = r
+            g[f"r{i}"] = (gen._replay_param, field, off, dt, params)
+            lines.append(f"    f, w, o, d, a = r{i}")
+            lines.append(f"    p{i} = Port('scalar', 'scalar', d, (), (), a, None, None, None, "
+                         "f(w, o))")
     for i, r in enumerate(recipes):
         if r[0] == "V":
             # a view of an input taken inside the body (not recorded: its base was computed)
@@ -248,6 +267,8 @@ class Macro:
                 recipes.append(("N", p.kind, p.op, p.dtype, p.shape,
                                 tuple(num[i.id] for i in p.inputs), p.params, p.site,
                                 p.loop_dtype))
+            elif p.id in rec.rng:
+                recipes.append(("R", *rec.rng[p.id], p.dtype, p.params))
             elif p.id in input_pos:
                 recipes.append(("I", input_pos[p.id]))
             elif p.id in base_pos:
@@ -264,8 +285,10 @@ class Macro:
         outputs = tuple(("P", num[a._port.id]) for a in leaves)
         cscheduler.submit_replay(seq, kports, executor)
         if t is not None:
+            advance = tuple((gen, (gen._counter - c0) % (1 << 64))
+                            for gen, c0 in rec.rng_start.items())
             macro_cache.get().put_section(key, _Section(tuple(recipes), t, outputs, struct,
-                                                         len(kports)))
+                                                         len(kports), advance))
         return out
 
     # ---- later calls: re-create the ports, submit the template -------------------------------
@@ -275,6 +298,8 @@ class Macro:
             # inputs may still be pending in the work queue: submit them first (as _record does)
             cscheduler.flush(q, reason="macro-begin")
         ports = sec.build(inputs, q)
+        for gen, n in sec.advance:
+            gen.advance(n)
         stats.add("ops_recorded", sec.nnew)
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)

@@ -46,7 +46,7 @@ def _make_map(name):
 
 _g = globals()
 for _name, _op in OPS.items():
-    if _name in ("astype", "where"):
+    if _name in ("astype", "where") or _op.counter:
         continue
     _g[_name] = _make_map(_name)
     __all__.append(_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..ops import OPS
 from ..scheduler.workqueue import c_strides
 
 
@@ -32,6 +33,8 @@ class Kernel:
     stores: list = field(default_factory=list)   # Access (role 'out'), map outputs written
     reductions: list = field(default_factory=list)  # reduce ports (their outputs are written)
     scalars: list = field(default_factory=list)  # scalar ports: kernel parameters
+    index: Access = None            # the flat C-order element index over the space (strides
+                                    # like an access), when a counter-based RNG op needs it
 
     @property
     def is_reduction(self):
@@ -95,6 +98,8 @@ def build_kernel(ops, stores, space, axes):
     cs = c_strides(space)
     for p in store_ports:
         raw.append((p, "out", 0, list(cs)))
+    if any(p.kind == "map" and OPS[p.op].counter for p in ops):
+        raw.append((None, "idx", 0, list(cs)))
     kept_sizes, kept_st = _collapse([space[d] for d in kept_ax], [[r[3][d] for d in kept_ax] for r in raw])
     red_sizes, red_st = _collapse([space[d] for d in red_ax], [[r[3][d] for d in red_ax] for r in raw])
     if not axes and not kept_sizes:
@@ -105,5 +110,8 @@ def build_kernel(ops, stores, space, axes):
                reductions=reductions)
     for i, (p, role, off, _) in enumerate(raw):
         a = Access(p, role, off, kept_st[i] if kept_sizes else [], red_st[i] if axes else [])
-        (k.loads if role == "in" else k.stores).append(a)
+        if role == "idx":
+            k.index = a
+        else:
+            (k.loads if role == "in" else k.stores).append(a)
     return k

@@ -80,6 +80,8 @@ def render(k):
         return off, ks, rs
 
     names = [access_names(ai, a) for ai, a in enumerate(accesses)]
+    # the flat element index of a counter-based RNG op (never an array: no memory access)
+    iname = access_names(len(accesses), k.index) if k.index is not None else None
     if red:
         rtot = dval("rtot", int(np.prod(k.red)))
 
@@ -104,7 +106,11 @@ def render(k):
             op = OPS[p.op]
             ld = p.loop_dtype
             want = [D.bool_, ld, ld] if p.op == "where" else [ld] * op.arity
+            if op.counter:
+                want = [i.dtype for i in p.inputs]
             args = tuple(cast(local[i.id][0], local[i.id][1], w) for i, w in zip(p.inputs, want))
+            if op.counter:
+                args += ("ei",)
             expr = numba_expr(op, ld, args)
             if p.dtype == D.bool_:
                 body.append(f"v{n} = {expr}" if op.loop == "in" or ld == D.bool_
@@ -140,7 +146,9 @@ def render(k):
               for a in accesses]
     arr = [f"s{ai}" if red and sliced[ai] else f"a{ai}" for ai in range(len(accesses))]
 
-    def emit_element(depth, idx_exprs):
+    def emit_element(depth, idx_exprs, ie=None):
+        if ie is not None:
+            src(depth, f"ei = {ie}")
         for ai in range(nload):
             src(depth, f"x{ai} = {arr[ai]}[{idx_exprs[ai]}]")
         for line in body:
@@ -161,7 +169,8 @@ def render(k):
             src(1 + d, f"for i{d} in {'prange' if d == 0 else 'range'}(nk{d}):")
         idx = [index(([] if sliced[ai] else [off]) + terms(iv, ks))
                for ai, (off, ks, _) in enumerate(names)]
-        emit_element(1 + nk, idx)
+        ie = index([iname[0]] + terms(iv, iname[1])) if iname else None
+        emit_element(1 + nk, idx, ie)
     else:
         kdims = "*".join(kept_n) if kept_n else "1"
         src(1, f"K = {kdims}")
@@ -181,6 +190,8 @@ def render(k):
             src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
             if sliced[ai]:
                 src(2, f"s{ai} = a{ai}[b{ai}:]")
+        if iname:
+            src(2, f"bi = {' + '.join([iname[0]] + terms(jv, iname[1]))}")
         if nr:                   # (a reduction over no axis, e.g. of a 0-d array, has none)
             src(2, "lo = (c * nr0) // C")
             src(2, "hi = ((c + 1) * nr0) // C")
@@ -202,7 +213,7 @@ def render(k):
             for d in range(1, nr):
                 ri = f"({ri}) * nr{d} + r{d}"
             src(depth, f"ri = {ri}")
-        emit_element(depth, idx)
+        emit_element(depth, idx, index(["bi"] + terms(rv, iname[2])) if iname else None)
         for j, p in enumerate(k.reductions):
             _, _, out_dt, acc_dt = reduce_params(p)
             v, vdt = local[p.inputs[0].id]
