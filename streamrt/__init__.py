@@ -102,3 +102,12 @@ __all__ = list(_creation_all) + list(_math_all) + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]
+
+# ---- intrinsics: products, linalg, sort, scans, FFT, convolution (frontend/linalg.py) --------
+from .frontend.errors import LinAlgError  # noqa: E402,F401
+from .frontend.linalg import (argsort, convolve, correlate, cumprod, cumsum, dot,  # noqa: E402,F401
+                              einsum, inner, matmul, outer, sort, tensordot, vdot)
+from . import linalg  # noqa: E402,F401
+
+__all__ += ["LinAlgError", "argsort", "convolve", "correlate", "cumprod", "cumsum", "einsum",
+            "inner", "outer", "sort", "tensordot", "linalg"]

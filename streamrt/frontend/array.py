@@ -726,18 +726,7 @@ for _dunder, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "absolu
 Array.__hash__ = None
 
 
-def _matmul(self, other):
-    from .math import matmul
-    return matmul(self, other)
-
-
-def _rmatmul(self, other):
-    from .math import matmul
-    return matmul(other, self)
-
-
-Array.__matmul__ = _matmul
-Array.__rmatmul__ = _rmatmul
+# __matmul__ / __rmatmul__, sort, argsort, cumsum, cumprod: frontend/linalg.py
 
 
 # ---- shape functions ----------------------------------------------------------------------
