@@ -405,3 +405,22 @@ __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "so
            "cumsum", "cumprod", "convolve", "correlate"]
 for _n in __all__:
     HANDLED_FUNCTIONS[_n] = globals()[_n]
+
+
+# ---- complex parts as attributes and methods ----------------------------------------------
+def _p_real(self):
+    return record_map("real", self, site=callsite())
+
+
+def _p_imag(self):
+    return record_map("imag", self, site=callsite())
+
+
+def _m_conj(self):
+    return record_map("conjugate", self, site=callsite())
+
+
+Array.real = property(_p_real)
+Array.imag = property(_p_imag)
+Array.conj = Array.conjugate = _m_conj
+Array.__complex__ = lambda self: complex(self._scalar("complex"))

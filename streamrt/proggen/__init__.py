@@ -30,8 +30,17 @@ def kernel_program(ops, stored, space, axes, renderer="numba"):
     outputs = [a.port for a in k.stores] + list(k.reductions)
     prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
                    stored=frozenset(stored))
+    if renderer != "numba" and _c_host(k):
+        # no complex type in OpenCL/CUDA C: the device executor runs this kernel on the CPU
+        prog.source, prog.fn, prog.table, prog.partials = None, "host", None, None
+        return prog
     prog.source, prog.fn, prog.table, prog.partials = _renderer(renderer)(k)
     return prog
+
+
+def _c_host(k):
+    from .render_c import has_complex
+    return has_complex(k)
 
 
 def generate(entries, backend_caps):
