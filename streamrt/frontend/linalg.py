@@ -101,9 +101,10 @@ def dot(a, b, out=None):
     site = callsite()
     if out is not None:
         raise record_error(ArgumentError, "dot: out= is not supported", site)
-    pa, pb = operand(a, site), operand(b, site)
-    if pa.kind == "scalar" or pb.kind == "scalar" or not pa.shape or not pb.shape:
-        return record_map("multiply", a, b, site=site)
+    pa, pb = _port(a, site), _port(b, site)
+    if not pa.shape or not pb.shape:
+        # NumPy's dot converts Python scalars to arrays (not weak, as in a ufunc)
+        return record_map("multiply", _wrap(pa), _wrap(pb), site=site)
     if len(pa.shape) == 1 and len(pb.shape) == 1:
         if pa.shape != pb.shape:
             raise record_error(ShapeError, f"dot: shapes {pa.shape} and {pb.shape} not aligned",
@@ -134,9 +135,9 @@ def vdot(a, b, /):
 def inner(a, b, /):
     """Sum product over the last axes (vectors: a fused kernel; else tensordot)."""
     site = callsite()
-    pa, pb = operand(a, site), operand(b, site)
-    if pa.kind == "scalar" or pb.kind == "scalar" or not pa.shape or not pb.shape:
-        return record_map("multiply", a, b, site=site)
+    pa, pb = _port(a, site), _port(b, site)
+    if not pa.shape or not pb.shape:
+        return record_map("multiply", _wrap(pa), _wrap(pb), site=site)
     if pa.shape[-1] != pb.shape[-1]:
         raise record_error(ShapeError, f"inner: shapes {pa.shape} and {pb.shape} not aligned: "
                            f"{pa.shape[-1]} != {pb.shape[-1]}", site)
@@ -424,3 +425,15 @@ Array.real = property(_p_real)
 Array.imag = property(_p_imag)
 Array.conj = Array.conjugate = _m_conj
 Array.__complex__ = lambda self: complex(self._scalar("complex"))
+
+_array_ufunc = Array.__array_ufunc__
+
+
+def _array_ufunc_matmul(self, ufunc, method, *inputs, **kwargs):
+    """``ndarray @ Array`` reaches NumPy's matmul ufunc: record the intrinsic."""
+    if ufunc is np.matmul and method == "__call__" and not kwargs and len(inputs) == 2:
+        return _matmul(inputs[0], inputs[1], callsite())
+    return _array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+
+Array.__array_ufunc__ = _array_ufunc_matmul

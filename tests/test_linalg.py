@@ -1,0 +1,412 @@
+"""Intrinsics against NumPy/SciPy: products (matmul, dot, vdot, inner, outer, tensordot,
+einsum), ps.linalg, sort/argsort, cumsum/cumprod, convolve/correlate, complex dtypes and
+ps.fft -- on the reference and cpu executors, with kernel counts showing that the element-wise
+producers of an intrinsic fuse into one kernel before it and its consumers into one after it;
+a few on OpenCL (PoCL) as a counted host round trip."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import streamrt as ps
+
+RNG = np.random.default_rng(7)
+FLOATS = [np.float32, np.float64]
+ALL = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def _m(shape, dt, rng=RNG):
+    a = rng.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dt)
+
+
+def _tol(dt):
+    return dict(rtol=2e-4, atol=2e-4) if np.dtype(dt) in (np.float32, np.complex64) else \
+        dict(rtol=1e-10, atol=1e-10)
+
+
+def _same(r, ref, dt=None):
+    ref = np.asarray(ref)
+    assert isinstance(r, ps.Array)
+    assert r.dtype == ref.dtype, (r.dtype, ref.dtype)
+    assert r.shape == ref.shape, (r.shape, ref.shape)
+    np.testing.assert_allclose(r.numpy(), ref, **_tol(dt or ref.dtype))
+
+
+@pytest.fixture(params=["reference", "cpu"])
+def backend(request):
+    with ps.config.override(backend=request.param):
+        yield request.param
+
+
+def _line():
+    return inspect.currentframe().f_back.f_lineno
+
+
+# ---- products -----------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", ALL)
+def test_matmul_batched_broadcast_and_vectors(dt, backend):
+    A, B = _m((2, 1, 4, 5), dt), _m((3, 5, 2), dt)
+    v, w = _m(5, dt), _m(4, dt)
+    a, b = ps.asarray(A), ps.asarray(B)
+    _same(a @ b, A @ B)
+    _same(ps.matmul(a, ps.asarray(v)), A @ v)
+    _same(ps.asarray(w) @ a, w @ A)
+    _same(A[0, 0] @ b, A[0, 0] @ B)                       # __rmatmul__ with a NumPy array
+    _same(np.matmul(a, b), np.matmul(A, B))               # __array_function__
+    r = ps.asarray(v) @ ps.asarray(v)
+    np.testing.assert_allclose(complex(r), v @ v, **_tol(dt))
+
+
+def test_matmul_dtypes_and_errors(backend):
+    i = ps.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    f = ps.asarray(np.ones((3, 2), np.float32))
+    _same(i @ f, np.arange(6, dtype=np.int32).reshape(2, 3) @ np.ones((3, 2), np.float32))
+    _same(i @ i.T, np.arange(6, dtype=np.int32).reshape(2, 3) @ np.arange(6, dtype=np.int32)
+          .reshape(2, 3).T)
+    with pytest.raises(ps.ShapeError) as ei:
+        line = _line() + 1
+        i @ i
+    assert f"{__file__}:{line}" in str(ei.value)
+    with pytest.raises(ps.ArgumentError):
+        ps.matmul(i, 2.0)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.complex64])
+def test_dot_vdot_inner_outer_tensordot(dt, backend):
+    A, B, C = _m((3, 4), dt), _m((4, 5), dt), _m((2, 4, 3), dt)
+    v, w = _m(4, dt), _m(4, dt)
+    a, b, c = ps.asarray(A), ps.asarray(B), ps.asarray(C)
+    _same(ps.dot(a, b), np.dot(A, B))
+    _same(ps.dot(a, ps.asarray(v)), np.dot(A, v))
+    _same(ps.dot(a, c), np.dot(A, C))                     # N-D: sum over a[-1], c[-2]
+    _same(ps.dot(a, 2.0), np.dot(A, 2.0))
+    np.testing.assert_allclose(complex(ps.vdot(ps.asarray(v), ps.asarray(w))), np.vdot(v, w),
+                               **_tol(dt))
+    np.testing.assert_allclose(complex(ps.vdot(a, a)), np.vdot(A, A), **_tol(dt))
+    _same(ps.inner(a, ps.swapaxes(c, 1, 2) if hasattr(ps, 'swapaxes') else c.transpose(0, 2, 1)),
+          np.inner(A, C.transpose(0, 2, 1)))
+    _same(ps.outer(ps.asarray(v), b), np.outer(v, B))
+    _same(ps.tensordot(c, a, axes=([1, 2], [1, 0])), np.tensordot(C, A, axes=([1, 2], [1, 0])))
+    _same(ps.tensordot(a, b, axes=1), np.tensordot(A, B, axes=1))
+    _same(np.tensordot(c, b, axes=([1], [0])), np.tensordot(C, B, axes=([1], [0])))
+    with pytest.raises(ps.ShapeError):
+        ps.tensordot(a, b, axes=([0], [0]))
+
+
+@pytest.mark.parametrize("sub, shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]), ("ij->ji", [(3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (1, 4, 5)]), ("i,i->", [(4,), (4,)]),
+    ("i,j->ij", [(3,), (4,)]), ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("...j,j", [(2, 3, 4), (4,)]),
+])
+def test_einsum(sub, shapes, backend):
+    ops = [_m(s, np.float64) for s in shapes]
+    _same(ps.einsum(sub, *[ps.asarray(o) for o in ops]), np.einsum(sub, *ops))
+
+
+def test_einsum_errors():
+    a = ps.asarray(np.ones((3, 4)))
+    with pytest.raises(ps.ShapeError):
+        ps.einsum("ij,ij->i", a, ps.asarray(np.ones((4, 3))))
+    with pytest.raises(ps.ArgumentError):
+        ps.einsum("ij->k", a)
+    with pytest.raises(ps.ShapeError):
+        ps.einsum("ijk->i", a)
+
+
+def test_producers_fuse_before_and_consumers_after_an_intrinsic(stats):
+    """exp(a)*2 and b+1 (same shape) -> one kernel; matmul -> the intrinsic; the consumers ->
+    one kernel."""
+    A, B = _m((6, 6), np.float64), _m((6, 6), np.float64)
+    a, b = ps.asarray(A), ps.asarray(B)
+    with ps.config.override(backend="cpu"):
+        x = ps.exp(a) * 2.0
+        y = b + 1.0
+        r = ps.sqrt(ps.abs((x @ y) * 3.0 - 1.0))
+        out = r.numpy()
+    np.testing.assert_allclose(out, np.sqrt(np.abs(((np.exp(A) * 2) @ (B + 1)) * 3 - 1)))
+    s = stats()
+    assert s["intrinsics_launched"] == 1
+    assert s["kernels_launched"] == 2
+
+
+# ---- linalg -------------------------------------------------------------------------------
+def _spd(n, dt, batch=()):
+    a = _m(batch + (n, n), dt)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dt)
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_solve_inv_det(dt, backend):
+    A = (_m((2, 4, 4), dt) + 4 * np.eye(4)).astype(dt)
+    b, B = _m(4, dt), _m((2, 4, 3), dt)
+    a = ps.asarray(A)
+    _same(ps.linalg.solve(a[0], ps.asarray(b)), np.linalg.solve(A[0], b))
+    _same(ps.linalg.solve(a, ps.asarray(B)), np.linalg.solve(A, B))
+    _same(ps.linalg.inv(a), np.linalg.inv(A))
+    _same(ps.linalg.det(a), np.linalg.det(A))
+    _same(np.linalg.inv(a), np.linalg.inv(A))             # __array_function__
+
+
+def test_linalg_int_input_is_float64(backend):
+    A = np.array([[2, 1], [1, 3]], np.int32)
+    _same(ps.linalg.inv(ps.asarray(A)), np.linalg.inv(A))
+    _same(ps.linalg.solve(ps.asarray(A), ps.asarray(np.array([1, 2]))),
+          np.linalg.solve(A, np.array([1, 2])))
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_cholesky_qr(dt, backend):
+    S = _spd(4, dt, (2,))
+    _same(ps.linalg.cholesky(ps.asarray(S)), np.linalg.cholesky(S))
+    _same(ps.linalg.cholesky(ps.asarray(S), upper=True), np.linalg.cholesky(S, upper=True))
+    A = _m((2, 5, 3), dt)
+    q, r = ps.linalg.qr(ps.asarray(A))
+    Q, R = np.linalg.qr(A)
+    _same(q, Q)
+    _same(r, R)
+    q, r = ps.linalg.qr(ps.asarray(A[0].T), mode="complete")
+    Q, R = np.linalg.qr(A[0].T, mode="complete")
+    _same(q, Q)
+    _same(r, R)
+    _same(ps.linalg.qr(ps.asarray(A), mode="r"), np.linalg.qr(A, mode="r"))
+    _same(q @ r, A[0].T)
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_lu_factor_lu_solve(dt, backend):
+    A = _m((5, 5), dt)
+    b, B = _m(5, dt), _m((5, 2), dt)
+    lu, piv = ps.linalg.lu_factor(ps.asarray(A))
+    LU, PIV = sl.lu_factor(A)
+    _same(lu, LU)
+    assert piv.dtype == PIV.dtype
+    np.testing.assert_array_equal(piv.numpy(), PIV)
+    for trans in (0, 1, 2):
+        _same(ps.linalg.lu_solve((lu, piv), ps.asarray(b), trans=trans),
+              sl.lu_solve((LU, PIV), b, trans=trans))
+    _same(ps.linalg.lu_solve((lu, piv), ps.asarray(B)), sl.lu_solve((LU, PIV), B))
+
+
+NORM_CASES = [(None, None), (1, None), (2, None), (np.inf, None), (-np.inf, None), (0, None),
+              (3, None), ("fro", None), ("nuc", None), (-1, None), (-2, None),
+              (None, 1), (1, 0), (np.inf, -1), (2, (0, 2)), ("fro", (2, 1)), (1, (1, 0)),
+              (np.inf, (0, 1)), (-2, (1, 2))]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex128])
+def test_norm(dt, backend):
+    A = _m((3, 4, 5), dt)
+    a = ps.asarray(A)
+    v = _m(6, dt)
+    for ord_, axis in NORM_CASES:
+        if axis is None and isinstance(ord_, str) or ord_ in (-1, -2, "nuc") and axis is None:
+            x, X = a[0], A[0]                              # matrix norms of a 2-D array
+        elif axis is None and ord_ is not None:
+            x, X = ps.asarray(v), v                        # vector norms of a 1-D array
+        else:
+            x, X = a, A
+        for keep in (False, True):
+            r = ps.linalg.norm(x, ord_, axis, keepdims=keep)
+            ref = np.linalg.norm(X, ord_, axis, keepdims=keep)
+            _same(r, ref, dt)
+    _same(ps.linalg.norm(ps.asarray(np.arange(6).reshape(2, 3))),
+          np.linalg.norm(np.arange(6).reshape(2, 3)))
+
+
+def test_singular_matrix_raises_linalgerror_at_read(backend):
+    """The error is found when the intrinsic runs: the read raises numpy's LinAlgError naming
+    the line of the linalg call (also for arrays computed from the result)."""
+    s = ps.asarray(np.ones((3, 3)))
+    line = _line() + 1
+    x = ps.linalg.inv(s)
+    y = x * 2.0 + 1.0
+    with pytest.raises(np.linalg.LinAlgError) as ei:
+        y.numpy()
+    assert isinstance(ei.value, ps.LinAlgError)
+    assert f"{__file__}:{line}" in str(ei.value) and "Singular matrix" in str(ei.value)
+    with pytest.raises(np.linalg.LinAlgError):
+        ps.linalg.solve(s, ps.asarray(np.ones(3))).numpy()
+    with pytest.raises(np.linalg.LinAlgError):
+        ps.linalg.cholesky(ps.asarray(-np.eye(2))).numpy()
+    with pytest.raises(np.linalg.LinAlgError) as ei:
+        line = _line() + 1
+        ps.linalg.inv(ps.asarray(np.ones((2, 3))))        # not square: at the call
+    assert isinstance(ei.value, ps.ShapeError) and f"{__file__}:{line}" in str(ei.value)
+    assert float(ps.linalg.det(s)) == 0.0
+
+
+# ---- sort and scans -----------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64])
+def test_sort_argsort(dt, backend):
+    A = (RNG.integers(-5, 5, (4, 7)) if np.dtype(dt).kind == "i" else
+         RNG.standard_normal((4, 7))).astype(dt)
+    a = ps.asarray(A)
+    for axis in (-1, 0, None):
+        _same(ps.sort(a, axis=axis), np.sort(A, axis=axis))
+        r = ps.argsort(a, axis=axis, kind="stable")
+        np.testing.assert_array_equal(r.numpy(), np.argsort(A, axis=axis, kind="stable"))
+        assert r.dtype == np.int64
+    np.testing.assert_array_equal(ps.argsort(a, stable=True).numpy(),
+                                  np.argsort(A, stable=True))
+    np.testing.assert_array_equal(np.sort(a).numpy(), np.sort(A))
+    b = ps.asarray(A)
+    b.sort(axis=0)                                          # in place, as NumPy's
+    np.testing.assert_array_equal(b.numpy(), np.sort(A, axis=0))
+    np.testing.assert_array_equal(a.argsort(kind="stable").numpy(),
+                                  np.argsort(A, kind="stable"))
+    with pytest.raises(ps.ArgumentError):
+        ps.sort(a, kind="bogo")
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.bool_, np.complex64])
+def test_cumsum_cumprod(dt, backend):
+    A = (RNG.integers(0, 3, (3, 5)) if np.dtype(dt).kind in "ib" else
+         _m((3, 5), dt)).astype(dt)
+    a = ps.asarray(A)
+    for axis in (None, 0, 1, -1):
+        _same(ps.cumsum(a, axis=axis), np.cumsum(A, axis=axis), dt)
+        _same(ps.cumprod(a, axis=axis), np.cumprod(A, axis=axis), dt)
+    _same(a.cumsum(axis=1, dtype=np.float64), A.cumsum(axis=1, dtype=np.float64))
+    _same(np.cumsum(a, axis=0), np.cumsum(A, axis=0), dt)
+
+
+def test_scan_producers_fuse_into_one_kernel(stats):
+    A = _m((50,), np.float64)
+    with ps.config.override(backend="cpu"):
+        a = ps.asarray(A)
+        r = ps.cumsum(a * a + 1.0) * 0.5
+        out = r.numpy()
+    np.testing.assert_allclose(out, np.cumsum(A * A + 1.0) * 0.5)
+    s = stats()
+    assert s["intrinsics_launched"] == 1 and s["kernels_launched"] == 2
+
+
+# ---- convolution --------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.complex128])
+def test_convolve_correlate(dt, backend):
+    a, v = _m(9, dt), _m(4, dt)
+    for mode in ("full", "same", "valid"):
+        _same(ps.convolve(ps.asarray(a), ps.asarray(v), mode), np.convolve(a, v, mode))
+        _same(ps.correlate(ps.asarray(a), ps.asarray(v), mode), np.correlate(a, v, mode))
+        _same(ps.convolve(ps.asarray(v), ps.asarray(a), mode), np.convolve(v, a, mode))
+    with pytest.raises(ps.ArgumentError):
+        ps.convolve(ps.asarray(a), ps.asarray(v), "wrap")
+
+
+# ---- complex dtypes -----------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_elementwise(dt, backend):
+    Z, W = _m(12, dt), _m(12, dt)
+    X = RNG.standard_normal(12).astype(np.float32)
+    z, w, x = ps.asarray(Z), ps.asarray(W), ps.asarray(X)
+    for f in (lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+              lambda a, b: a / b):
+        _same(f(z, w), f(Z, W))
+        _same(f(z, x), f(Z, X))                           # promotion with a real array
+        _same(f(x, z), f(X, Z))
+        _same(f(z, 2.5), f(Z, 2.5))                       # weak Python scalars
+        _same(f(z, 1 - 2j), f(Z, 1 - 2j))
+    _same(x * 1j, X * 1j)                                 # real array * complex scalar
+    for name in ("abs", "real", "imag", "conj", "angle", "exp", "sqrt", "negative", "square"):
+        _same(getattr(ps, name)(z), getattr(np, name)(Z))
+    _same(z.real, Z.real)
+    _same(z.imag, Z.imag)
+    _same(z.conj(), Z.conj())
+    _same(np.conj(z), np.conj(Z))
+    _same(np.real(z), np.real(Z))
+    _same(z.sum(), Z.sum())
+    _same(z.astype(np.float64), Z.real.astype(np.float64))
+    _same(x.astype(dt), X.astype(dt))
+    r = ps.asarray(Z)
+    assert repr(r).startswith("streamrt.array([") and "j" in repr(r)
+    assert complex(z[0]) == complex(Z[0])
+
+
+def test_complex_chain_fuses_into_one_kernel(stats):
+    Z = _m(64, np.complex128)
+    with ps.config.override(backend="cpu"):
+        z = ps.asarray(Z)
+        r = ps.abs(z * z.conj() + 1j) + ps.angle(z) * 2.0
+        out = r.numpy()
+    np.testing.assert_allclose(out, np.abs(Z * Z.conj() + 1j) + np.angle(Z) * 2)
+    s = stats()
+    assert s["kernels_launched"] == 1 and s["fallback_to_reference"] == 0
+
+
+# ---- FFT ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex64, np.complex128])
+def test_fft_family(dt, backend):
+    X = _m((4, 16), dt)
+    x = ps.asarray(X)
+    for norm in (None, "ortho", "forward"):
+        for f in ("fft", "ifft"):
+            _same(getattr(ps.fft, f)(x, norm=norm), getattr(np.fft, f)(X, norm=norm), dt)
+            _same(getattr(ps.fft, f)(x, n=10, axis=0, norm=norm),
+                  getattr(np.fft, f)(X, n=10, axis=0, norm=norm), dt)
+        for f in ("fft2", "ifft2"):
+            _same(getattr(ps.fft, f)(x, norm=norm), getattr(np.fft, f)(X, norm=norm), dt)
+        _same(ps.fft.fft2(x, s=(3, 8)), np.fft.fft2(X, s=(3, 8)), dt)
+    if np.dtype(dt).kind == "f":
+        _same(ps.fft.rfft(x), np.fft.rfft(X), dt)
+        _same(ps.fft.rfft(x, n=11, axis=0), np.fft.rfft(X, n=11, axis=0), dt)
+        _same(ps.fft.irfft(ps.fft.rfft(x)), np.fft.irfft(np.fft.rfft(X)), dt)
+        _same(ps.fft.irfft(ps.fft.rfft(x), n=16, norm="ortho"),
+              np.fft.irfft(np.fft.rfft(X), n=16, norm="ortho"), dt)
+        with pytest.raises(ps.DTypeError):
+            ps.fft.rfft(x * 1j)
+    _same(np.fft.fft(x), np.fft.fft(X), dt)               # __array_function__
+    with pytest.raises(ps.ArgumentError):
+        ps.fft.fft(x, norm="bogus")
+
+
+def test_fft_spectrum_fuses_around_the_transform(stats):
+    """window * signal -> one kernel; the FFT; |F|^2 and the phase -> one kernel."""
+    X = RNG.standard_normal(64)
+    win = np.hanning(64)
+    with ps.config.override(backend="cpu"):
+        x = ps.asarray(X)
+        F = ps.fft.rfft(x * ps.asarray(win) + 0.5)
+        p = ps.abs(F) ** 2 + ps.angle(F)
+        out = p.numpy()
+    ref = np.fft.rfft(X * win + 0.5)
+    np.testing.assert_allclose(out, np.abs(ref) ** 2 + np.angle(ref), atol=1e-9)
+    s = stats()
+    assert s["intrinsics_launched"] == 1 and s["kernels_launched"] == 2
+
+
+# ---- OpenCL (PoCL): intrinsics and complex kernels as counted host round trips -------------
+def _opencl_ok():
+    return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
+
+
+@pytest.mark.skipif(not _opencl_ok(), reason="no OpenCL device")
+def test_opencl_intrinsics_round_trip(stats):
+    A = (_m((6, 6), np.float32) + 6 * np.eye(6)).astype(np.float32)
+    b = _m(6, np.float32)
+    Z = _m(16, np.complex64)
+    with ps.config.override(backend="opencl"):
+        a = ps.asarray(A)
+        x = ps.linalg.solve(a * 2.0, ps.asarray(b)) + 1.0
+        m = (a + 1.0) @ a
+        srt = ps.sort(a, axis=0)
+        cs = ps.cumsum(a - 1.0, axis=1)
+        sp = ps.abs(ps.fft.fft(ps.asarray(Z))) * 2.0
+        zz = ps.asarray(Z) * ps.asarray(Z) + 1.0
+        outs = [r.numpy() for r in (x, m, srt, cs, sp, zz)]
+    refs = [np.linalg.solve(A * 2, b) + 1, (A + 1) @ A, np.sort(A, axis=0),
+            np.cumsum(A - 1, axis=1), np.abs(np.fft.fft(Z)) * 2, Z * Z + 1]
+    for o, r in zip(outs, refs):
+        assert o.dtype == r.dtype
+        np.testing.assert_allclose(o, r, rtol=2e-4, atol=2e-4)
+    s = stats()
+    assert s["intrinsics_launched"] == 5
+    assert s["host_round_trips"] >= 6                    # 5 intrinsics + the complex kernels
+    assert s["bytes_to_host"] > 0 and s["bytes_to_device"] > 0
