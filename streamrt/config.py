@@ -60,6 +60,9 @@ FLAGS = {
                              "On a reference mismatch: raise | warn | log"),
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
+    "fuse_scans": Flag("STREAMRT_FUSE_SCANS", True, _bool,
+                       "CPU: fuse cumsum/cumprod with their element-wise producers (0: the "
+                       "scan is an intrinsic after a producer kernel)", in_key=True),
 }
 
 

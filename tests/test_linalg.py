@@ -274,19 +274,56 @@ def test_cumsum_cumprod(dt, backend):
     for axis in (None, 0, 1, -1):
         _same(ps.cumsum(a, axis=axis), np.cumsum(A, axis=axis), dt)
         _same(ps.cumprod(a, axis=axis), np.cumprod(A, axis=axis), dt)
+        if axis in (None, 0):                              # fused with a producer (CPU)
+            _same(ps.cumsum(a * 1, axis=axis), np.cumsum(A * 1, axis=axis), dt)
+            _same(ps.cumprod(a + 1, axis=axis), np.cumprod(A + 1, axis=axis), dt)
     _same(a.cumsum(axis=1, dtype=np.float64), A.cumsum(axis=1, dtype=np.float64))
     _same(np.cumsum(a, axis=0), np.cumsum(A, axis=0), dt)
 
 
-def test_scan_producers_fuse_into_one_kernel(stats):
-    A = _m((50,), np.float64)
+@pytest.mark.parametrize("fuse_scans", [True, False])
+def test_scan_fuses_with_its_producers(fuse_scans, stats):
+    """CPU: exp(a*0.1)*w + 1 and the cumsum are one Numba scan kernel (then one kernel for
+    the consumer); with fuse_scans off the producers are one kernel before the intrinsic."""
+    A = _m((6, 50), np.float64)
+    W = _m((50,), np.float64)
+    with ps.config.override(backend="cpu", fuse_scans=fuse_scans):
+        a = ps.asarray(A)
+        r = ps.cumsum(ps.exp(a[:, ::2] * 0.1) * ps.asarray(W[::2]) + 1.0, axis=0) * 0.5
+        q = ps.cumprod(a * 0.01 + 1.0, axis=-1)
+        out, outq = r.numpy(), q.numpy()
+    np.testing.assert_allclose(out, np.cumsum(np.exp(A[:, ::2] * 0.1) * W[::2] + 1, axis=0) * .5)
+    np.testing.assert_allclose(outq, np.cumprod(A * 0.01 + 1.0, axis=-1))
+    s = stats()
+    assert s["fallback_to_reference"] == 0
+    if fuse_scans:
+        assert s["intrinsics_launched"] == 0 and s["kernels_launched"] == 3
+    else:
+        assert s["intrinsics_launched"] == 2 and s["kernels_launched"] == 3
+
+
+def test_scan_keeps_a_producer_the_program_still_reads(stats):
+    A = _m((7, 5), np.float64)
     with ps.config.override(backend="cpu"):
         a = ps.asarray(A)
-        r = ps.cumsum(a * a + 1.0) * 0.5
-        out = r.numpy()
-    np.testing.assert_allclose(out, np.cumsum(A * A + 1.0) * 0.5)
-    s = stats()
-    assert s["intrinsics_launched"] == 1 and s["kernels_launched"] == 2
+        x = a * 2.0
+        r = ps.cumsum(x, axis=0) + x.sum()                 # x is held: stored, not fused
+        y = ps.cumsum(a + 1.0)
+        z = (a + 1.0).max()
+        out = [v.numpy() for v in (r, y, z)]
+    np.testing.assert_allclose(out[0], np.cumsum(A * 2, axis=0) + (A * 2).sum())
+    np.testing.assert_allclose(out[1], np.cumsum(A + 1.0))
+    np.testing.assert_allclose(out[2], (A + 1).max())
+
+
+def test_scan_kernel_that_does_not_compile_falls_back(stats):
+    """Complex maximum has no Numba kernel: the fused scan is evaluated with NumPy, counted."""
+    Z = _m(9, np.complex128)
+    with ps.config.override(backend="cpu"):
+        z = ps.asarray(Z)
+        out = ps.cumsum(ps.maximum(z, z * 2.0)).numpy()
+    np.testing.assert_allclose(out, np.cumsum(np.maximum(Z, Z * 2.0)))
+    assert stats()["fallback_to_reference"] >= 1
 
 
 # ---- convolution --------------------------------------------------------------------------

@@ -201,6 +201,10 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
         npname = {"max": "maximum", "min": "minimum"}.get(name, name)
         raise record_error(ShapeError, f"zero-size array to reduction operation {npname} which "
                            "has no identity", site)
+    if p.dtype.kind == "c" and name in ("max", "min", "argmax", "argmin"):
+        raise record_error(DTypeError, f"{name} of a complex array is not supported (NumPy "
+                           "orders complex values lexicographically; reduce .real or abs())",
+                           site)
     out_dt, acc_dt = reduction_dtypes(name, p.dtype)
     if dtype is not None and name in ("sum", "prod", "mean"):
         try:
