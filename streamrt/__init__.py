@@ -105,11 +105,11 @@ __all__ = list(_creation_all) + list(_math_all) + [
 
 # ---- intrinsics: products, linalg, sort, scans, FFT, convolution (frontend/linalg.py) --------
 from .frontend.errors import LinAlgError  # noqa: E402,F401
-from .frontend.linalg import (argsort, convolve, correlate, cumprod, cumsum, dot,  # noqa: E402,F401
-                              einsum, inner, matmul, outer, sort, tensordot, vdot)
+from .frontend.linalg import (argsort, convolve, correlate, cumprod, cumsum,  # noqa: E402,F401
+                              dot, einsum, inner, matmul, outer, sort, tensordot, vdot)
 from . import fft, linalg  # noqa: E402,F401
 from .dtypes import complex64, complex128  # noqa: E402,F401
 from .frontend.math import angle, conj, conjugate, imag, real  # noqa: E402,F401
 
-__all__ += ["fft", "complex64", "complex128", "LinAlgError", "argsort", "convolve", "correlate", "cumprod", "cumsum", "einsum",
-            "inner", "outer", "sort", "tensordot", "linalg"]
+__all__ += ["fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort", "convolve",
+            "correlate", "cumprod", "cumsum", "einsum", "inner", "outer", "sort", "tensordot"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..scheduler.workqueue import Port
-from .array import (HANDLED_FUNCTIONS, Array, _enqueue, _view, astype, const_port,
+from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port,
                     normalize_axes, operand, record_map, record_reduce, reshape)
 from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 
