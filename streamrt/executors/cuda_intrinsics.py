@@ -38,8 +38,10 @@ def run(ex, prog):
     if not all(fns):
         return False
     cp = ex.cp
+    import cupyx
     mods = CupyModules(cp)
-    with ex.dev, ex.stream:
+    # CuPy reports a singular matrix only when asked (else inf/nan): raise, as NumPy does
+    with ex.dev, ex.stream, cupyx.errstate(linalg="raise"):
         for p, f in zip(prog.ops, fns):
             args = [_as_cupy(ex, i) if i.kind != "scalar" else i.dtype.type(i.scalar)
                     for i in p.inputs]
