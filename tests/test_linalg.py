@@ -541,3 +541,47 @@ def test_cuda_intrinsics_over_device_buffers(monkeypatch):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
         else:
             np.testing.assert_allclose(got[:25].reshape(5, 5), ref, rtol=1e-10)
+
+
+# ---- ordinary NumPy programs, run with ``import streamrt as np`` -------------------------
+def _cg(np, A, b, iters=25):
+    """Conjugate gradients, written for NumPy."""
+    x = np.zeros_like(b)
+    r = b - A @ x
+    p = r
+    rs = np.dot(r, r)
+    for _ in range(iters):
+        Ap = A @ p
+        alpha = rs / np.dot(p, Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rs_new = np.dot(r, r)
+        p = r + (rs_new / rs) * p
+        rs = rs_new
+    return x, np.linalg.norm(A @ x - b)
+
+
+def _lowpass(np, signal, keep):
+    """FFT low-pass filter and spectrum statistics, written for NumPy."""
+    F = np.fft.rfft(signal)
+    k = np.arange(F.shape[-1])
+    F = np.where(k < keep, F, 0)
+    power = np.abs(F) ** 2
+    smooth = np.fft.irfft(F, n=signal.shape[-1])
+    return smooth, power.sum(), np.angle(F[1]), np.cumsum(power)[-1], np.sort(smooth)[::-1][:3]
+
+
+def test_numpy_programs_run_unchanged(backend):
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((20, 20))
+    A = M @ M.T + 20 * np.eye(20)
+    b = rng.standard_normal(20)
+    x_ref, res_ref = _cg(np, A, b)
+    x, res = _cg(ps, ps.asarray(A), ps.asarray(b))
+    np.testing.assert_allclose(x.numpy(), x_ref, rtol=1e-9, atol=1e-12)
+    assert float(res) < 1e-6 and abs(float(res) - res_ref) < 1e-8
+    sig = np.sin(np.linspace(0, 20, 128)) + 0.3 * rng.standard_normal(128)
+    ref = _lowpass(np, sig, 10)
+    got = _lowpass(ps, ps.asarray(sig), 10)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(np.asarray(g), r, rtol=1e-9, atol=1e-9)
