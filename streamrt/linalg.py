@@ -1,4 +1,4 @@
-"""``ps.linalg``: solve, inv, det, cholesky, qr, svdvals, norm, and SciPy's lu_factor /
+"""``ps.linalg``: solve, inv, det, cholesky, qr, eigh, svd, svdvals, norm, and SciPy's lu_factor /
 lu_solve, as intrinsics (NumPy/SciPy on the CPU executor, CuPy on CUDA, a counted host round
 trip on OpenCL). Stacks of matrices (leading dimensions) work where NumPy's do.
 
@@ -22,6 +22,7 @@ from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul
                               tensordot)
 
 __all__ = ["solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "lu_factor", "lu_solve",
+           "eigh", "eigvalsh", "svd",
            "matmul", "outer", "tensordot", "LinAlgError"]
 
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
@@ -141,6 +142,61 @@ def qr(a, mode="reduced"):
         return R
     Q = _view(packed._port, 0, batch + (M, qc), bst + (qc, 1), site)
     return QRResult(Q, R)
+
+
+EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _real_part(x, site):
+    return record_map("real", x, site=site) if x.dtype.kind == "c" else x
+
+
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending, real) and eigenvectors of a (stack of) Hermitian matrices:
+    one intrinsic, both results views of its buffer."""
+    site = callsite()
+    pa = _port(a, site)
+    _square(pa, site, "eigh")
+    if UPLO not in ("L", "U"):
+        raise record_error(ArgumentError, "eigh: UPLO argument must be 'L' or 'U'", site)
+    pa = _as_float(pa, site)
+    n, batch = pa.shape[-1], pa.shape[:-2]
+    L = n + n * n
+    packed = _intrinsic("linalg_eigh", pa.dtype, batch + (L,), (pa,), (UPLO,), site)
+    bst = _batch_strides(batch, L)
+    w = _real_part(_view(packed._port, 0, batch + (n,), bst + (1,), site), site)
+    v = _view(packed._port, n, batch + (n, n), bst + (n, 1), site)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L"):
+    """Eigenvalues of a (stack of) Hermitian matrices."""
+    return eigh(a, UPLO).eigenvalues
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """SVDResult(U, S, Vh) (``compute_uv=False``: the singular values), one intrinsic."""
+    site = callsite()
+    pa = _port(a, site)
+    if len(pa.shape) < 2:
+        raise record_error(LinAlgShapeError, "svd: array must be at least two-dimensional",
+                           site)
+    if not compute_uv:
+        return _svdvals_at(_wrap(pa), site)
+    pa = _as_float(pa, site)
+    M, N = pa.shape[-2:]
+    K = builtins.min(M, N)
+    uc, vr = (M, N) if full_matrices else (K, K)
+    batch = pa.shape[:-2]
+    L = M * uc + K + vr * N
+    packed = _intrinsic("linalg_svd", pa.dtype, batch + (L,), (pa,), (bool(full_matrices),),
+                        site)
+    bst = _batch_strides(batch, L)
+    U = _view(packed._port, 0, batch + (M, uc), bst + (uc, 1), site)
+    S = _real_part(_view(packed._port, M * uc, batch + (K,), bst + (1,), site), site)
+    Vh = _view(packed._port, M * uc + K, batch + (vr, N), bst + (N, 1), site)
+    return SVDResult(U, S, Vh)
 
 
 def _batch_strides(batch, L):
@@ -306,6 +362,7 @@ def _svdvals_at(M, site):
     return _intrinsic("linalg_svdvals", rdt, p.shape[:-2] + (k,), (p,), (), site)
 
 
-for _n in ("solve", "inv", "det", "cholesky", "qr", "svdvals", "norm"):
+for _n in ("solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "eigh", "eigvalsh",
+           "svd"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n

@@ -195,6 +195,29 @@ def test_lu_factor_lu_solve(dt, backend):
     _same(ps.linalg.lu_solve((lu, piv), ps.asarray(B)), sl.lu_solve((LU, PIV), B))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex128])
+def test_eigh_svd(dt, backend):
+    M = _m((2, 4, 4), dt)
+    H = (M + np.conj(np.swapaxes(M, -1, -2))).astype(dt)
+    w, v = ps.linalg.eigh(ps.asarray(H))
+    W, V = np.linalg.eigh(H)
+    _same(w, W)
+    assert v.dtype == V.dtype and v.shape == V.shape
+    recon = (v * w[..., None, :]) @ ps.conj(ps.swapaxes(v, -1, -2)
+                                            if hasattr(ps, "swapaxes") else v.transpose(0, 2, 1))
+    _same(recon, H, dt)
+    _same(ps.linalg.eigvalsh(ps.asarray(H), UPLO="U"), np.linalg.eigvalsh(H, UPLO="U"))
+    A = _m((2, 5, 3), dt)
+    for full in (True, False):
+        u, sv, vh = ps.linalg.svd(ps.asarray(A), full_matrices=full)
+        U, S, VH = np.linalg.svd(A, full_matrices=full)
+        _same(sv, S)
+        assert (u.shape, vh.shape, u.dtype) == (U.shape, VH.shape, U.dtype)
+        np.testing.assert_allclose(np.abs(u.numpy()), np.abs(U), **_tol(dt))
+    _same((u * sv[..., None, :]) @ vh, A, dt)
+    _same(ps.linalg.svd(ps.asarray(A), compute_uv=False), np.linalg.svd(A, compute_uv=False))
+
+
 NORM_CASES = [(None, None), (1, None), (2, None), (np.inf, None), (-np.inf, None), (0, None),
               (3, None), ("fro", None), ("nuc", None), (-1, None), (-2, None),
               (None, 1), (1, 0), (np.inf, -1), (2, (0, 2)), ("fro", (2, 1)), (1, (1, 0)),

@@ -91,6 +91,22 @@ def linalg_qr(m, p, a):
                           axis=-1)
 
 
+def linalg_eigh(m, p, a):
+    """Eigenvalues (as the vectors' dtype) then eigenvectors, per matrix."""
+    uplo, = p.params
+    w, v = _checked(m, p, m.np.linalg.eigh, a, UPLO=uplo)
+    return m.np.concatenate([w.astype(v.dtype), v.reshape(v.shape[:-2] + (-1,))], axis=-1)
+
+
+def linalg_svd(m, p, a):
+    """U, S (as U's dtype), Vh packed per matrix."""
+    full, = p.params
+    u, s, vh = _checked(m, p, m.np.linalg.svd, a, full_matrices=full)
+    xp = m.np
+    return xp.concatenate([u.reshape(u.shape[:-2] + (-1,)), s.astype(u.dtype),
+                           vh.reshape(vh.shape[:-2] + (-1,))], axis=-1)
+
+
 def linalg_lu_factor(m, p, a):
     """SciPy's lu_factor: LU (n*n) then the pivots (n, as the LU's dtype) in one buffer."""
     lu, piv = _checked(m, p, m.linalg_sp.lu_factor, a, check_finite=False)
@@ -154,7 +170,7 @@ GENERIC = {
     "linalg_solve": linalg_solve, "linalg_inv": linalg_inv, "linalg_det": linalg_det,
     "linalg_cholesky": linalg_cholesky, "linalg_svdvals": linalg_svdvals,
     "linalg_qr": linalg_qr, "linalg_lu_factor": linalg_lu_factor,
-    "linalg_lu_solve": linalg_lu_solve,
+    "linalg_lu_solve": linalg_lu_solve, "linalg_eigh": linalg_eigh, "linalg_svd": linalg_svd,
     "sort": sort, "argsort": argsort, "cumsum": cumsum, "cumprod": cumprod,
     "fft": fft, "convolve": convolve, "correlate": correlate,
 }
