@@ -15,14 +15,16 @@ import functools
 import numpy as np
 
 from . import dtypes as D
-from .frontend.array import HANDLED_FUNCTIONS, _view, astype, record_map, record_reduce
+from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, record_map,
+                             record_reduce)
 from .frontend.array import reshape as _reshape
 from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
 from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul, outer,  # noqa: F401
                               tensordot)
 
 __all__ = ["solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "lu_factor", "lu_solve",
-           "eigh", "eigvalsh", "svd",
+           "eigh", "eigvalsh", "svd", "slogdet", "pinv", "matrix_power", "multi_dot",
+           "matrix_rank",
            "matmul", "outer", "tensordot", "LinAlgError"]
 
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
@@ -199,6 +201,96 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(U, S, Vh)
 
 
+SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+
+def slogdet(a):
+    """SlogdetResult(sign, logabsdet) of a (stack of) square matrices."""
+    site = callsite()
+    pa = _port(a, site)
+    _square(pa, site, "slogdet")
+    pa = _as_float(pa, site)
+    batch = pa.shape[:-2]
+    packed = _intrinsic("linalg_slogdet", pa.dtype, batch + (2,), (pa,), (), site)
+    bst = _batch_strides(batch, 2)
+    sign = _view(packed._port, 0, batch, bst, site)
+    logabs = _real_part(_view(packed._port, 1, batch, bst, site), site)
+    return SlogdetResult(sign, logabs)
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """Moore-Penrose pseudo-inverse (NumPy's default cutoff)."""
+    site = callsite()
+    pa = _port(a, site)
+    if len(pa.shape) < 2:
+        raise record_error(LinAlgShapeError, "pinv: array must be at least two-dimensional",
+                           site)
+    pa = _as_float(pa, site)
+    rc = rcond if rcond is not None else (rtol if rtol is not None else
+                                          max(pa.shape[-2:]) * np.finfo(pa.dtype).eps)
+    shape = pa.shape[:-2] + (pa.shape[-1], pa.shape[-2])
+    return _intrinsic("linalg_pinv", pa.dtype, shape, (pa,), (float(rc), bool(hermitian)),
+                      site)
+
+
+def matrix_power(a, n):
+    """``a`` to the integer power ``n`` by repeated squaring (matmul intrinsics; n < 0:
+    of the inverse)."""
+    site = callsite()
+    from .frontend.linalg import _matmul
+    pa = _port(a, site)
+    _square(pa, site, "matrix_power")
+    if not isinstance(n, (int, np.integer)):
+        raise record_error(ArgumentError, "matrix_power: exponent must be an integer", site)
+    x = _wrap(pa)
+    if n == 0:
+        eye = np.broadcast_to(np.eye(pa.shape[-1], dtype=pa.dtype), pa.shape).copy()
+        return _wrap(const_port(eye, site))
+    if n < 0:
+        x, n = inv(x), -n
+    result = None
+    while n:
+        if n & 1:
+            result = x if result is None else _matmul(result, x, site)
+        n >>= 1
+        if n:
+            x = _matmul(x, x, site)
+    return result
+
+
+def multi_dot(arrays, *, out=None):
+    """``arrays[0] @ arrays[1] @ ...`` (1-D first/last as in NumPy), left to right."""
+    site = callsite()
+    from .frontend.linalg import _matmul
+    if len(arrays) < 2:
+        raise record_error(ArgumentError, "multi_dot: expecting at least two arrays", site)
+    r = arrays[0]
+    for b in arrays[1:]:
+        r = _matmul(r, b, site)
+    return r
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """Number of singular values above the tolerance (NumPy's default: S.max * max(M, N) *
+    eps): svdvals then a fused compare-and-count."""
+    site = callsite()
+    p = _port(A, site)
+    if len(p.shape) < 2:
+        return astype(record_reduce("any", record_map("not_equal", _wrap(p), 0, site=site),
+                                    None, site=site), D.int64, site=site)
+    S = _svdvals_at(_wrap(p), site)
+    if tol is None:
+        factor = rtol if rtol is not None else max(p.shape[-2:]) * np.finfo(S.dtype).eps
+        smax = record_reduce("max", S, (-1 % S.ndim,), True, site=site)
+        tol = record_map("multiply", smax, float(factor), site=site)
+    else:
+        tol = _wrap(_port(tol, site))
+        if tol.ndim:
+            tol = _reshape(tol, tol.shape + (1,), site=site)
+    return record_reduce("sum", record_map("greater", S, tol, site=site), (-1 % S.ndim,),
+                         site=site)
+
+
 def _batch_strides(batch, L):
     st, acc = [], L
     for s in reversed(batch):
@@ -363,6 +455,6 @@ def _svdvals_at(M, site):
 
 
 for _n in ("solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "eigh", "eigvalsh",
-           "svd"):
+           "svd", "slogdet", "pinv", "matrix_power", "multi_dot", "matrix_rank"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n

@@ -13,6 +13,9 @@ import scipy.linalg as sl
 
 import streamrt as ps
 
+# NumPy itself warns when a complex value is cast to real (the tests compare with it)
+pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+
 RNG = np.random.default_rng(7)
 FLOATS = [np.float32, np.float64]
 ALL = [np.float32, np.float64, np.complex64, np.complex128]
@@ -216,6 +219,28 @@ def test_eigh_svd(dt, backend):
         np.testing.assert_allclose(np.abs(u.numpy()), np.abs(U), **_tol(dt))
     _same((u * sv[..., None, :]) @ vh, A, dt)
     _same(ps.linalg.svd(ps.asarray(A), compute_uv=False), np.linalg.svd(A, compute_uv=False))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex128])
+def test_slogdet_pinv_matrix_power_multi_dot_rank(dt, backend):
+    A = _m((2, 4, 4), dt)
+    a = ps.asarray(A)
+    sign, logabs = ps.linalg.slogdet(a)
+    S, L = np.linalg.slogdet(A)
+    _same(sign, S)
+    _same(logabs, L)
+    B, C = _m((5, 3), dt), _m((3, 6), dt)
+    _same(ps.linalg.pinv(ps.asarray(B)), np.linalg.pinv(B))
+    for n in (0, 1, 3, -2):
+        r, ref = ps.linalg.matrix_power(a, n), np.linalg.matrix_power(A, n)
+        assert r.dtype == ref.dtype
+        np.testing.assert_allclose(r.numpy(), ref, rtol=2e-3, atol=2e-3)
+    _same(ps.linalg.multi_dot([ps.asarray(B), ps.asarray(C), ps.asarray(C.T)]),
+          np.linalg.multi_dot([B, C, C.T]))
+    D = B @ C
+    for tol in (None, 0.5):
+        r = ps.linalg.matrix_rank(ps.asarray(D), tol=tol)
+        assert r.dtype == np.int64 and int(r) == np.linalg.matrix_rank(D, tol=tol)
 
 
 NORM_CASES = [(None, None), (1, None), (2, None), (np.inf, None), (-np.inf, None), (0, None),

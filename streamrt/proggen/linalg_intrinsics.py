@@ -107,6 +107,18 @@ def linalg_svd(m, p, a):
                            vh.reshape(vh.shape[:-2] + (-1,))], axis=-1)
 
 
+def linalg_slogdet(m, p, a):
+    """(sign, logabsdet) packed in the input's dtype: (..., 2)."""
+    sign, logdet = m.np.linalg.slogdet(a)
+    return m.np.stack([sign, logdet.astype(sign.dtype)], axis=-1)
+
+
+def linalg_pinv(m, p, a):
+    rcond, hermitian = p.params
+    return _checked(m, p, m.np.linalg.pinv, a, rcond, hermitian=hermitian) if m.np is np \
+        else _checked(m, p, m.np.linalg.pinv, a, rcond)
+
+
 def linalg_lu_factor(m, p, a):
     """SciPy's lu_factor: LU (n*n) then the pivots (n, as the LU's dtype) in one buffer."""
     lu, piv = _checked(m, p, m.linalg_sp.lu_factor, a, check_finite=False)
@@ -171,6 +183,7 @@ GENERIC = {
     "linalg_cholesky": linalg_cholesky, "linalg_svdvals": linalg_svdvals,
     "linalg_qr": linalg_qr, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_solve": linalg_lu_solve, "linalg_eigh": linalg_eigh, "linalg_svd": linalg_svd,
+    "linalg_slogdet": linalg_slogdet, "linalg_pinv": linalg_pinv,
     "sort": sort, "argsort": argsort, "cumsum": cumsum, "cumprod": cumprod,
     "fft": fft, "convolve": convolve, "correlate": correlate,
 }
