@@ -19,12 +19,12 @@ from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, recor
                              record_reduce)
 from .frontend.array import reshape as _reshape
 from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
-from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul, outer,  # noqa: F401
-                              tensordot)
+from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul,  # noqa: F401
+                              matrix_transpose, outer, tensordot, trace, vecdot)
 
 __all__ = ["solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "lu_factor", "lu_solve",
            "eigh", "eigvalsh", "svd", "slogdet", "pinv", "matrix_power", "multi_dot",
-           "matrix_rank",
+           "matrix_rank", "vecdot", "trace", "matrix_transpose", "vector_norm", "matrix_norm",
            "matmul", "outer", "tensordot", "LinAlgError"]
 
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
@@ -367,6 +367,24 @@ def norm(x, ord=None, axis=None, keepdims=False):
     else:
         raise record_error(ArgumentError, "norm: improper number of dimensions to norm", site)
     return _keep(r, nd, axes, keepdims, site)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Array API vector norm (``axis=None``: over all elements)."""
+    site = callsite()
+    p = _port(x, site)
+    if axis is None:
+        X = _reshape(_wrap(p), (-1,), site=site)
+        rdt = D.float32 if p.dtype in (D.float32, np.dtype(np.complex64)) else D.float64
+        r = _vector_norm(X, ord, 0, site, rdt)
+        return _keep(r, len(p.shape), tuple(range(len(p.shape))), keepdims, site) \
+            if keepdims else r
+    return norm(_wrap(p), ord, axis, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Array API matrix norm over the last two axes."""
+    return norm(x, ord, (-2, -1), keepdims)
 
 
 def _ax(a, nd, site):

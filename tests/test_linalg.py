@@ -633,3 +633,21 @@ def test_numpy_programs_run_unchanged(backend):
     got = _lowpass(ps, ps.asarray(sig), 10)
     for g, r in zip(got, ref):
         np.testing.assert_allclose(np.asarray(g), r, rtol=1e-9, atol=1e-9)
+
+
+def test_array_api_linalg_helpers(backend):
+    rng = np.random.default_rng(7)
+    a, b = rng.random((3, 4)), rng.random((3, 4))
+    m = rng.random((4, 5))
+    np.testing.assert_allclose(np.asarray(ps.vecdot(ps.asarray(a), ps.asarray(b))),
+                               (a * b).sum(-1), rtol=1e-12)
+    for k in (-2, 0, 1, 7):
+        np.testing.assert_allclose(float(ps.trace(ps.asarray(m), offset=k)),
+                                   np.trace(m, offset=k), rtol=1e-12)
+    np.testing.assert_allclose(float(ps.linalg.vector_norm(ps.asarray(m))),
+                               np.linalg.norm(m), rtol=1e-12)
+    np.testing.assert_allclose(float(ps.linalg.matrix_norm(ps.asarray(m))),
+                               np.linalg.norm(m), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(ps.matrix_transpose(ps.asarray(m))), m.T)
+    with pytest.raises(ps.ShapeError):
+        ps.vecdot(ps.asarray(a), ps.asarray(m))

@@ -272,6 +272,62 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
     return astype(r, dtype, site=site) if dtype is not None else r
 
 
+def vecdot(x1, x2, /, *, axis=-1):
+    """Vector dot product along ``axis`` (the first argument conjugated): a fused
+    multiply-and-sum with broadcasting."""
+    site = callsite()
+    pa, pb = _port(x1, site), _port(x2, site)
+    if not pa.shape or not pb.shape:
+        raise record_error(ShapeError, "vecdot: operands must be at least 1-dimensional", site)
+    A, B = _wrap(pa), _wrap(pb)
+    if pa.dtype.kind == "c":
+        A = record_map("conjugate", A, site=site)
+    prod = record_map("multiply", A, B, site=site)
+    ax = normalize_axes(axis, prod.ndim, site, "vecdot")
+    if pa.shape[axis] != pb.shape[axis]:
+        raise record_error(ShapeError, f"vecdot: shapes {pa.shape} and {pb.shape} differ "
+                           f"along axis {axis}", site)
+    return record_reduce("sum", prod, ax, False, prod.dtype, site=site)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum along a diagonal: a strided view and a fused sum."""
+    from .array import _view
+    site = callsite()
+    p = _port(a, site)
+    nd = len(p.shape)
+    if nd < 2:
+        raise record_error(ShapeError, "trace: diag requires an array of at least two "
+                           "dimensions", site)
+    a1, a2 = normalize_axes(axis1, nd, site, "trace")[0], normalize_axes(axis2, nd, site,
+                                                                         "trace")[0]
+    if a1 == a2:
+        raise record_error(ArgumentError, "trace: axis1 and axis2 cannot be the same", site)
+    base, off, st = p.base_view()
+    n1, n2 = p.shape[a1], p.shape[a2]
+    k = int(offset)
+    if k >= 0:
+        length, off = builtins.max(0, builtins.min(n1, n2 - k)), off + k * st[a2]
+    else:
+        length, off = builtins.max(0, builtins.min(n1 + k, n2)), off - k * st[a1]
+    rest = [d for d in range(nd) if d not in (a1, a2)]
+    diag = _view(p, off if length else 0, [p.shape[d] for d in rest] + [length],
+                 [st[d] for d in rest] + [st[a1] + st[a2]], site)
+    return record_reduce("sum", diag, (len(rest),), False, dtype, site=site)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes (a view)."""
+    from .array import transpose
+    site = callsite()
+    p = _port(x, site)
+    if len(p.shape) < 2:
+        raise record_error(ShapeError, "matrix_transpose: input must be at least 2-D", site)
+    ax = list(range(len(p.shape)))
+    ax[-2:] = ax[-1], ax[-2]
+    return transpose(_wrap(p), tuple(ax), site=site)
+
+
 # ---- sort and scans -----------------------------------------------------------------------
 def _axis1(axis, p, site, name):
     return normalize_axes(axis, len(p.shape), site, name)[0]
@@ -403,7 +459,7 @@ Array.__matmul__ = lambda self, other: _matmul(self, other, callsite())
 Array.__rmatmul__ = lambda self, other: _matmul(other, self, callsite())
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "sort", "argsort",
-           "cumsum", "cumprod", "convolve", "correlate"]
+           "cumsum", "cumprod", "convolve", "correlate", "vecdot", "trace", "matrix_transpose"]
 for _n in __all__:
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 
