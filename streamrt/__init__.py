@@ -111,3 +111,16 @@ __all__ = list(_creation_all) + list(_math_all) + [
 from . import random  # noqa: E402,F401
 
 __all__.append("random")
+
+# ---- intrinsics: products, linalg, sort, scans, FFT, convolution (frontend/linalg.py) --------
+from .frontend.errors import LinAlgError  # noqa: E402,F401
+from .frontend.linalg import (argsort, convolve, correlate, cumprod, cumsum,  # noqa: E402,F401
+                              dot, einsum, inner, matmul, matrix_transpose, outer, sort,
+                              tensordot, trace, vdot, vecdot)
+from . import fft, linalg  # noqa: E402,F401
+from .dtypes import complex64, complex128  # noqa: E402,F401
+from .frontend.math import angle, conj, conjugate, imag, real  # noqa: E402,F401
+
+__all__ += ["fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort", "convolve",
+            "correlate", "cumprod", "cumsum", "einsum", "inner", "outer", "sort", "tensordot",
+            "vecdot", "trace", "matrix_transpose"]

@@ -10,8 +10,10 @@ int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
-SUPPORTED = (bool_, int32, int64, float32, float64)
+SUPPORTED = (bool_, int32, int64, float32, float64, complex64, complex128)
 SUPPORTED_SET = frozenset(SUPPORTED)
 # Dtypes NumPy may hand us that we map onto a supported one on the way in.
 _WIDEN = {np.dtype(t): int64 for t in (np.int8, np.int16, np.uint8, np.uint16, np.uint32)}
@@ -37,14 +39,23 @@ def is_int(d: np.dtype) -> bool:
     return d.kind in "iu"
 
 
+def is_complex(d: np.dtype) -> bool:
+    return d.kind == "c"
+
+
+_WEAK = {"b": True, "i": 1, "f": 1.0, "c": 1j}
+
+
 def scalar_kind(v):
-    """'b', 'i', 'f' for Python/NumPy scalars; None otherwise."""
+    """'b', 'i', 'f', 'c' for Python/NumPy scalars; None otherwise."""
     if isinstance(v, (bool, np.bool_)):
         return "b"
     if isinstance(v, (int, np.integer)):
         return "i"
     if isinstance(v, (float, np.floating)):
         return "f"
+    if isinstance(v, (complex, np.complexfloating)):
+        return "c"
     return None
 
 
@@ -64,6 +75,8 @@ def _ufunc_result(ufunc_name: str, sig: tuple) -> tuple:
             args.append(1)
         elif s == "weak-float":
             args.append(1.0)
+        elif s == "weak-complex":
+            args.append(1j)
         else:
             args.append(np.ones(1, dtype=s))
     with np.errstate(all="ignore"):
@@ -78,7 +91,8 @@ def ufunc_result(ufunc_name: str, operands) -> np.dtype:
         if isinstance(o, np.dtype):
             sig.append(o)
         else:
-            sig.append({"b": "weak-bool", "i": "weak-int", "f": "weak-float"}[o])
+            sig.append({"b": "weak-bool", "i": "weak-int", "f": "weak-float",
+                        "c": "weak-complex"}[o])
     return _ufunc_result(ufunc_name, tuple(sig))[0]
 
 
@@ -89,7 +103,7 @@ def result_type(*operands) -> np.dtype:
         if isinstance(o, np.dtype):
             args.append(o)
         else:
-            args.append({"b": True, "i": 1, "f": 1.0}[o])
+            args.append(_WEAK[o])
     return np.result_type(*args)
 
 
@@ -99,4 +113,4 @@ def weak_scalar_dtype(kind: str, other: np.dtype) -> np.dtype:
 
 
 def default_dtype(kind: str) -> np.dtype:
-    return {"b": bool_, "i": int64, "f": float64}[kind]
+    return {"b": bool_, "i": int64, "f": float64, "c": complex128}[kind]

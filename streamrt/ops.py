@@ -25,6 +25,7 @@ class Op:
     float_tol: bool = False      # compared with a ulp tolerance (transcendentals), else exactly
     aliases: tuple = field(default=())
     counter: bool = False        # counter-based RNG: scalar inputs passed uncast + flat index
+    dtypes: Callable | None = None  # (operand dtypes) -> (result, loop): ops that are no ufunc
 
 
 OPS: dict[str, Op] = {}
@@ -46,7 +47,7 @@ def by_dtype(int_t, float_t, bool_t=None):
     def render(dt, a):
         if dt == D.bool_ and bool_t is not None:
             return bool_t.format(*a)
-        return (float_t if D.is_float(dt) else int_t).format(*a)
+        return (float_t if dt.kind in "fc" else int_t).format(*a)
     return render
 
 
@@ -61,7 +62,7 @@ _op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})"), cost=20, flo
     aliases=("pow",))
 _op("negative", "map", 1, "(-{0})")
 _op("positive", "map", 1, "({0})")
-_op("absolute", "map", 1, by_dtype("abs({0})", "abs({0})", "({0})"), aliases=("abs",))
+_op("absolute", "map", 1, by_dtype("abs({0})", "abs({0})", "({0})"), aliases=("abs",), loop="in")
 _op("square", "map", 1, by_dtype("({0} * {0})", "({0} * {0})", "({0} and {0})"))
 _op("reciprocal", "map", 1, by_dtype("_irecip({0})", "(1.0 / {0})"))
 _op("sign", "map", 1, by_dtype("_isign({0})", "_fsign({0})"))
@@ -130,6 +131,29 @@ def _rng_ops():
 
 _rng_ops()
 
+# ---- complex parts (loop over the input dtype; NumPy's result dtypes) -------------------------
+
+
+def _part_dtypes(angle=False):
+    def rule(operands):
+        d = operands[0] if isinstance(operands[0], np.dtype) else D.default_dtype(operands[0])
+        if d.kind == "c":
+            return np.dtype(d.char.lower()), d
+        if angle:
+            f = D.float32 if d == D.float32 else D.float64
+            return f, f
+        return d, d
+    return rule
+
+
+_cplx = lambda c, r: lambda dt, a: (c if dt.kind == "c" else r).format(*a)  # noqa: E731
+_op("real", "map", 1, _cplx("({0}).real", "({0})"), ufunc=None, ref=np.real, dtypes=_part_dtypes())
+_op("imag", "map", 1, _cplx("({0}).imag", "0"), ufunc=None, ref=np.imag,
+    dtypes=_part_dtypes())
+_op("conjugate", "map", 1, _cplx("({0}).conjugate()", "({0})"), aliases=("conj",))
+_op("angle", "map", 1, _cplx("np.arctan2(({0}).imag, ({0}).real)", "np.arctan2(0.0, {0})"),
+    ufunc=None, ref=np.angle, dtypes=_part_dtypes(angle=True), cost=25, float_tol=True)
+
 
 # ---- reductions ---------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -191,6 +215,7 @@ def reduction_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
     out = np.dtype(getattr(np, name)(np.ones(1, dt)).dtype)
     out = D.canonical(out)
     acc = D.float64 if D.is_float(out) else out   # float32 sums accumulate in float64
+    acc = D.complex128 if out.kind == "c" else acc  # complex64 sums in complex128
     return out, acc
 
 
@@ -216,6 +241,8 @@ def map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
 
 
 def _map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
+    if op.dtypes is not None:
+        return tuple(D.canonical(d) for d in op.dtypes(operands))
     if op.name == "where":
         res = D.result_type(*operands[1:])
         return D.canonical(res), D.canonical(res)

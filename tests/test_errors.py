@@ -121,13 +121,14 @@ def test_reductions_of_empty_arrays_without_identity():
 def test_bad_dtypes_raise_dtype_error(arrays):
     x, _, _, b = arrays
     cases = [
-        lambda: ps.asarray(np.array([1 + 2j])), lambda: ps.asarray(np.array(["a"])),
-        lambda: x.astype(np.complex64), lambda: ps.astype(x, "U3"),
-        lambda: ps.zeros(3, dtype=np.complex128), lambda: ps.ones(2, dtype="U3"),
-        lambda: ps.full(3, 1j), lambda: ps.eye(3, dtype=complex),
-        lambda: ps.arange(3, dtype=np.complex64), lambda: x + 1j,
+        lambda: ps.asarray(np.array([b"a"])), lambda: ps.asarray(np.array(["a"])),
+        lambda: x.astype(np.clongdouble), lambda: ps.astype(x, "U3"),
+        lambda: ps.zeros(3, dtype=np.clongdouble), lambda: ps.ones(2, dtype="U3"),
+        lambda: ps.full(3, 1j, dtype="U3"), lambda: ps.eye(3, dtype=np.clongdouble),
+        lambda: ps.arange(3, dtype=np.clongdouble), lambda: x.astype("S2"),
         lambda: ps.bitwise_and(x, x), lambda: x & x, lambda: ~x, lambda: x << 1,
-        lambda: -b, lambda: b - b, lambda: ps.sin(x, dtype=np.complex64),
+        lambda: -b, lambda: b - b, lambda: ps.sin(x, dtype=np.clongdouble),
+        lambda: ps.floor_divide(x, 1j), lambda: ps.remainder(x, 1j),
     ]
     for i, call in enumerate(cases):
         with pytest.raises(ps.DTypeError) as ei:
@@ -136,7 +137,7 @@ def test_bad_dtypes_raise_dtype_error(arrays):
         assert isinstance(ei.value, TypeError)
     with pytest.raises(ps.DTypeError) as ei:
         line = _line() + 1
-        ps.zeros((2, 2), dtype=np.complex64)
+        ps.zeros((2, 2), dtype=np.clongdouble)
     _names_line(ei, line)
     with pytest.raises(ps.DTypeError) as ei:
         line = _line() + 1
@@ -233,15 +234,15 @@ def test_strict_mode_makes_the_numpy_fallback_an_error(arrays):
     with ps.config.override(strict=True):
         with pytest.raises(ps.FallbackError) as ei:
             line = _line() + 1
-            np.sort(x)
+            np.median(x)
         _names_line(ei, line)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         line = _line() + 1
-        r = np.cumsum(x, axis=1)
+        r = np.nancumsum(x, axis=1)
     assert isinstance(r, ps.Array)
     np.testing.assert_array_equal(r.numpy(), np.cumsum(np.ones((2, 3)), axis=1))
-    msgs = [m for m in w if "numpy.cumsum" in str(m.message)]
+    msgs = [m for m in w if "numpy.nancumsum" in str(m.message)]
     assert msgs and msgs[0].filename == __file__ and msgs[0].lineno == line
 
 

@@ -13,7 +13,8 @@ from ..frontend.errors import StreamrtError
 
 # |optimised - reference| <= |reference * scale| + atol, per dtype kind/name
 TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "int32": (0, 0),
-              "int64": (0, 0), "bool": (0, 0)}
+              "int64": (0, 0), "bool": (0, 0), "complex64": (1e-5, 1e-6),
+              "complex128": (1e-12, 1e-14)}
 LOG: list = []          # mismatches when the action is "log"
 
 
@@ -30,6 +31,8 @@ def close(opt, ref, dtype):
     scale, atol = TOLERANCES.get(np.dtype(dtype).name, (0.0, 0.0))
     a = np.asarray(opt)
     b = np.asarray(ref)
+    if a.dtype.kind == "c" or b.dtype.kind == "c":       # complex: both parts
+        return close(a.real, b.real, dtype) & close(np.imag(a), np.imag(b), dtype)
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         both_nan = np.isnan(a64) & np.isnan(b64)

@@ -63,10 +63,26 @@ class CPUExecutor(Executor):
                     print(f"[streamrt] kernel failed ({type(e).__name__}: {str(e)[:200]}); "
                           "splitting", file=sys.stderr)
                 self._split_and_run(prog)
+        elif prog.kind == "scan":          # cumsum/cumprod fused with producers (proggen/scan.py)
+            self._run_scan(prog)
         elif prog.kind in ("intrinsic", "refop"):
             for p in prog.ops:
                 p.value[...] = run_refop(p, ref_value)
             stats.add("intrinsics_launched")
+
+    def _run_scan(self, prog):
+        from ..proggen import scan
+        try:
+            d = self.compile(prog)
+            program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
+                               scan.arguments(prog))
+        except Exception as e:  # noqa: BLE001
+            if settings.debug >= 1:
+                print(f"[streamrt] scan kernel failed ({type(e).__name__}: {str(e)[:200]}); "
+                      "NumPy evaluates it", file=sys.stderr)
+            stats.add("fallback_to_reference")
+            scan.run_reference(prog)
+        stats.add("kernels_launched")
 
     def _split_and_run(self, prog):
         from .. import proggen

@@ -137,3 +137,9 @@ class CUDAExecutor(DeviceExecutor):
 
     def _finish(self):
         self.stream.synchronize()
+
+    # ---- intrinsics with CuPy (executors/cuda_intrinsics.py) -------------------------------
+    def _host_program(self, prog):
+        from .cuda_intrinsics import run
+        if not run(self, prog):
+            super()._host_program(prog)

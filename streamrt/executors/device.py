@@ -401,6 +401,10 @@ class DeviceExecutor(Executor):
             self._host_program(prog)
             return
         k = prog.kernel
+        if prog.source is None:          # complex dtypes: no C kernel (proggen.kernel_program)
+            stats.add("host_round_trips")
+            self._cpu_fallback(prog)
+            return
         if not self.fp64 and render_c.uses_fp64(k, fp64=False):
             stats.add("fp64_fallbacks")
             if settings.debug >= 1:

@@ -73,12 +73,11 @@ def operand(x, site):
     parameters, anything array-like as a constant."""
     if isinstance(x, Array):
         return x._port
-    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(x, (bool, int, float, complex, np.bool_, np.integer, np.floating,
+                      np.complexfloating)):
         return _scalar_port(x, site)
     if isinstance(x, (np.ndarray, list, tuple)):
         return const_port(x, site)
-    if isinstance(x, complex) or (isinstance(x, np.ndarray) and x.dtype.kind == "c"):
-        raise record_error(DTypeError, "complex numbers are not supported yet", site)
     raise record_error(ArgumentError, f"cannot use an object of type {type(x).__name__} as an "
                        "array operand", site)
 
@@ -121,7 +120,7 @@ def record_map(name, *args, site=None):
     try:
         out_dt, loop_dt = map_dtypes(op, _kinds(ports))
     except TypeError as e:
-        tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float')[k]}"
+        tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float', c='complex')[k]}"
                         for k in _kinds(ports))
         raise record_error(DTypeError, f"{name} is not defined for ({tys}): {e}", site) from None
     shapes = tuple([p.shape for p in ports if p.kind != "scalar"])
@@ -202,6 +201,10 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
         npname = {"max": "maximum", "min": "minimum"}.get(name, name)
         raise record_error(ShapeError, f"zero-size array to reduction operation {npname} which "
                            "has no identity", site)
+    if p.dtype.kind == "c" and name in ("max", "min", "argmax", "argmin"):
+        raise record_error(DTypeError, f"{name} of a complex array is not supported (NumPy "
+                           "orders complex values lexicographically; reduce .real or abs())",
+                           site)
     out_dt, acc_dt = reduction_dtypes(name, p.dtype)
     if dtype is not None and name in ("sum", "prod", "mean"):
         try:
@@ -726,18 +729,7 @@ for _dunder, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "absolu
 Array.__hash__ = None
 
 
-def _matmul(self, other):
-    from .math import matmul
-    return matmul(self, other)
-
-
-def _rmatmul(self, other):
-    from .math import matmul
-    return matmul(other, self)
-
-
-Array.__matmul__ = _matmul
-Array.__rmatmul__ = _rmatmul
+# __matmul__ / __rmatmul__, sort, argsort, cumsum, cumprod: frontend/linalg.py
 
 
 # ---- shape functions ----------------------------------------------------------------------

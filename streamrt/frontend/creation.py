@@ -20,7 +20,7 @@ def asarray(obj, dtype=None, copy=None, **kw):
             return obj if not copy else obj.copy()
         return obj.astype(dtype)
     a = np.asarray(obj)
-    if a.dtype.kind in "cOUSV":
+    if a.dtype.kind in "OUSV":
         raise record_error(DTypeError, f"dtype {a.dtype} is not supported by streamrt", site)
     return Array._wrap(const_port(a, site, dtype))
 

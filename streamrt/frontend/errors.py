@@ -123,6 +123,12 @@ class ExecutionError(StreamrtError, RuntimeError):
     """A kernel or device failed; raised at the next read, naming the ops' call sites."""
 
 
+class LinAlgError(ExecutionError, np.linalg.LinAlgError):
+    """A linear-algebra intrinsic failed (singular matrix, not positive definite): raised at
+    the read of its result (or of anything computed from it), naming the call's file:line.
+    Also a ``numpy.linalg.LinAlgError``."""
+
+
 def record_error(cls, msg, site=None):
     """An exception of ``cls`` whose message starts with the user's file:line. Error handlers
     (ps.push_error_handler) see it first; one may abort (raises AbortError here)."""

@@ -123,46 +123,8 @@ def clip(a, a_min=None, a_max=None, out=None, **kw):
     return r
 
 
-def dot(a, b, out=None):
-    """Vectors: one fused multiply-and-sum kernel. Matrices: the matmul intrinsic."""
-    site = callsite()
-    pa, pb = operand(a, site), operand(b, site)
-    if pa.kind == "scalar" or pb.kind == "scalar" or not pa.shape or not pb.shape:
-        return record_map("multiply", a, b, site=site)
-    if len(pa.shape) == 1 and len(pb.shape) == 1:
-        if pa.shape != pb.shape:
-            raise record_error(ShapeError, f"dot: shapes {pa.shape} and {pb.shape} not aligned",
-                               site)
-        A, B = Array._wrap(pa), Array._wrap(pb)
-        if pa.dtype == D.bool_ and pb.dtype == D.bool_:
-            return record_reduce("any", record_map("logical_and", A, B, site=site), None,
-                                 site=site)
-        prod = record_map("multiply", A, B, site=site)
-        return record_reduce("sum", prod, None, False, prod.dtype, site=site)
-    return matmul(a, b)
-
-
-def vdot(a, b):
-    site = callsite()
-    return dot(_reshape(a, (-1,), site=site), _reshape(b, (-1,), site=site))
-
-
-def matmul(a, b, out=None):
-    """Matrix product: a non-fusible intrinsic (NumPy's BLAS on the CPU)."""
-    from ..scheduler.workqueue import Port
-    from .array import _enqueue
-    site = callsite()
-    pa, pb = operand(a, site), operand(b, site)
-    if pa.kind == "scalar" or pb.kind == "scalar":
-        raise record_error(ArgumentError, "matmul: scalar operands are not allowed, use '*'", site)
-    try:
-        shape = np.matmul(np.empty(pa.shape, np.int8), np.empty(pb.shape, np.int8)).shape
-        dt = D.canonical(np.result_type(pa.dtype, pb.dtype))
-    except ValueError as e:
-        raise record_error(ShapeError, f"matmul: {e}", site) from None
-    if len(pa.shape) == 1 and len(pb.shape) == 1:
-        return dot(Array._wrap(pa), Array._wrap(pb))
-    return _enqueue(Port("intrinsic", "matmul", dt, tuple(shape), (pa, pb), (), site))
+# dot, vdot, matmul (and inner, outer, tensordot, einsum, sort, cumsum, ...): frontend/linalg.py
+from .linalg import dot, matmul, vdot  # noqa: E402,F401
 
 
 def reshape(a, shape=None, order="C", **kw):

@@ -30,8 +30,17 @@ def kernel_program(ops, stored, space, axes, renderer="numba"):
     outputs = [a.port for a in k.stores] + list(k.reductions)
     prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
                    stored=frozenset(stored))
+    if renderer != "numba" and _c_host(k):
+        # no complex type in OpenCL/CUDA C: the device executor runs this kernel on the CPU
+        prog.source, prog.fn, prog.table, prog.partials = None, "host", None, None
+        return prog
     prog.source, prog.fn, prog.table, prog.partials = _renderer(renderer)(k)
     return prog
+
+
+def _c_host(k):
+    from .render_c import has_complex
+    return has_complex(k)
 
 
 def generate(entries, backend_caps):
@@ -43,9 +52,17 @@ def generate(entries, backend_caps):
     fuse = backend_caps.get("fuse", True) and settings.fusion
     groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128))
     stored = analysis.forward(live, consumers, gidx)
+    scans = {}
+    if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans:
+        from . import scan
+        scans = scan.fuse_scans(groups, gidx, consumers, stored)
     programs = []
     for g in groups:
-        if g.kind == "intrinsic":
+        if not g.ops:
+            continue                     # emptied by fuse_scans
+        if g.kind == "scan":
+            programs.append(_scan_program(g, scans))
+        elif g.kind == "intrinsic":
             p = g.ops[0]
             programs.append(Program("intrinsic", [p], list(p.inputs), [p]))
         elif backend_caps.get("renderer") is None:
@@ -58,6 +75,16 @@ def generate(entries, backend_caps):
         for g in groups:
             print(f"[streamrt] fusion group {g}", file=sys.stderr)
     return ProgramSequence(programs, dead, groups)
+
+
+def _scan_program(g, scans):
+    """A cumsum/cumprod fused with its element-wise producers (proggen/scan.py)."""
+    from . import scan
+    p = g.ops[-1]
+    ops, leaves = scans[p.id]
+    prog = Program("scan", list(g.ops), list(leaves), [p])
+    prog.source, prog.fn = scan.render(ops, leaves, p)
+    return prog
 
 
 def split(prog, renderer="numba"):

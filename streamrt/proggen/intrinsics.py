@@ -1,4 +1,4 @@
-"""Intrinsics: non-fusible ops (functional slice update, matmul) as host NumPy functions.
+"""Intrinsics: non-fusible ops (functional slice update; linalg, FFT, sort, scans: linalg_intrinsics.py) as host functions.
 Each takes (port, *input values) and returns the output value."""
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ def setitem(p, old, value):
     return out
 
 
-def matmul(p, a, b):
-    return np.matmul(a, b)
+INTRINSICS = {"setitem": setitem}
 
+# linear algebra, FFT, sort, scans, convolution (proggen/linalg_intrinsics.py)
+from .linalg_intrinsics import HOST_INTRINSICS as _LINALG  # noqa: E402
 
-INTRINSICS = {"setitem": setitem, "matmul": matmul}
+INTRINSICS.update(_LINALG)

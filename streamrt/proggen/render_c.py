@@ -332,6 +332,18 @@ for _n in ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"):
     C_OPS[_n] = _math("a" + _n[3:])
 for _n in ("floor", "ceil", "trunc", "rint"):
     C_OPS[_n] = _by("({0})", _math(_n), "({0})")
+# complex parts of real inputs (kernels over complex dtypes run on the host: has_complex)
+C_OPS["real"] = C_OPS["conjugate"] = lambda d, dt, a: f"({a[0]})"
+C_OPS["imag"] = lambda d, dt, a: lit(0, dt)
+C_OPS["angle"] = lambda d, dt, a: f"{d.fn('atan2', dt)}({lit(0, dt)}, {a[0]})"
+
+
+def has_complex(k):
+    """C kernels have no complex type: a kernel touching a complex dtype runs on the CPU."""
+    ports = list(k.ops) + [a.port for a in k.loads] + list(k.scalars)
+    return any(np.dtype(p.dtype).kind == "c" or (p.loop_dtype is not None and
+                                                 np.dtype(p.loop_dtype).kind == "c")
+               for p in ports)
 
 
 def _red_upd(sym, bool_sym):

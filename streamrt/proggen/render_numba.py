@@ -34,6 +34,8 @@ def cast(expr, src, dst):
         return expr
     if dst == D.bool_:
         return f"({expr} != 0)"
+    if src is not None and src.kind == "c" and dst.kind != "c":
+        expr = f"({expr}).real"            # NumPy's complex -> real cast drops the imaginary part
     return f"{npname(dst)}({expr})"
 
 

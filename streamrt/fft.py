@@ -1,0 +1,146 @@
+"""``ps.fft``: fft, ifft, rfft, irfft, fft2, ifft2, fftn, ifftn (NumPy's signatures, ``norm=``
+'backward' / 'ortho' / 'forward'), each one intrinsic (numpy.fft / pocketfft on the CPU,
+cupy.fft / cuFFT on CUDA, a counted host round trip on OpenCL); fftfreq and rfftfreq are
+host constants. Dtypes are NumPy 2's: float32 and complex64 give complex64 (irfft: float32),
+everything else complex128 (float64). The element-wise work before and after a transform
+(windowing, ``abs``, ``angle``, scaling) fuses into kernels around it."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import dtypes as D
+from .frontend.array import HANDLED_FUNCTIONS, const_port
+from .frontend.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from .frontend.linalg import _intrinsic, _port, _wrap
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "fftfreq",
+           "rfftfreq"]
+
+_NORMS = (None, "backward", "ortho", "forward")
+
+
+@functools.lru_cache(maxsize=64)
+def _out_dtype(name, dt):
+    f = getattr(np.fft, name)
+    x = np.ones((2, 2) if name.endswith(("2", "n")) else 2, dt)
+    return D.canonical(f(x).dtype)
+
+
+def _check(name, p, norm, site):
+    if norm not in _NORMS:
+        raise record_error(ArgumentError, f'{name}: Invalid norm value {norm}; should be '
+                           '"backward", "ortho" or "forward".', site)
+    if name.startswith("r") and p.dtype.kind == "c":
+        raise record_error(DTypeError, f"{name}: input must be real (got {p.dtype})", site)
+    if not p.shape:
+        raise record_error(ShapeError, f"{name}: input must be at least 1-dimensional", site)
+
+
+def _axis(name, axis, nd, site):
+    if not isinstance(axis, (int, np.integer)) or not -nd <= axis < nd:
+        from .frontend.errors import StreamrtAxisError
+        raise record_error(StreamrtAxisError, f"{name}: axis {axis} is out of bounds for array "
+                           f"of dimension {nd}", site)
+    return int(axis) % nd
+
+
+def _one(name, a, n, axis, norm, site):
+    p = _port(a, site)
+    _check(name, p, norm, site)
+    ax = _axis(name, axis, len(p.shape), site)
+    m = p.shape[ax]
+    if n is not None and (not isinstance(n, (int, np.integer)) or n < 1):
+        raise record_error(ArgumentError, f"{name}: Invalid number of FFT data points ({n}) "
+                           "specified.", site)
+    if name == "irfft":
+        nn = int(n) if n is not None else 2 * (m - 1)
+        if nn < 1:
+            raise record_error(ArgumentError, f"{name}: Invalid number of FFT data points "
+                               f"({nn}) specified.", site)
+        out_len = nn
+    else:
+        nn = int(n) if n is not None else m
+        out_len = nn // 2 + 1 if name == "rfft" else nn
+    shape = p.shape[:ax] + (out_len,) + p.shape[ax + 1:]
+    dt = _out_dtype(name, p.dtype)
+    return _intrinsic("fft", dt, shape, (p,), (name, nn if n is not None else None, ax, norm),
+                      site)
+
+
+def fft(a, n=None, axis=-1, norm=None, out=None):
+    """1-D discrete Fourier transform along ``axis``."""
+    return _one("fft", a, n, axis, norm, callsite())
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None):
+    """1-D inverse transform along ``axis``."""
+    return _one("ifft", a, n, axis, norm, callsite())
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None):
+    """1-D transform of a real input (n//2 + 1 complex outputs)."""
+    return _one("rfft", a, n, axis, norm, callsite())
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None):
+    """Inverse of rfft: n (default 2*(m-1)) real outputs."""
+    return _one("irfft", a, n, axis, norm, callsite())
+
+
+def _multi(name, a, s, axes, norm, site):
+    p = _port(a, site)
+    _check(name, p, norm, site)
+    nd = len(p.shape)
+    if axes is None:
+        axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
+    axes = tuple(_axis(name, x, nd, site) for x in axes)
+    if len(set(axes)) != len(axes):
+        raise record_error(ArgumentError, f"{name}: repeated axes are not supported", site)
+    if s is not None:
+        s = tuple(int(v) for v in s)
+        if len(s) != len(axes):
+            raise record_error(ShapeError, f"{name}: Shape and axes have different lengths.",
+                               site)
+    shape = list(p.shape)
+    for i, ax in enumerate(axes):
+        if s is not None:
+            shape[ax] = s[i]
+    dt = _out_dtype(name, p.dtype)
+    return _intrinsic("fft", dt, tuple(shape), (p,), (name, s, axes, norm), site)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """2-D transform over ``axes`` (default the last two)."""
+    return _multi("fft2", a, s, axes, norm, callsite())
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """2-D inverse transform over ``axes``."""
+    return _multi("ifft2", a, s, axes, norm, callsite())
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None):
+    """N-D transform (default: all axes)."""
+    return _multi("fftn", a, s, axes, norm, callsite())
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None):
+    """N-D inverse transform."""
+    return _multi("ifftn", a, s, axes, norm, callsite())
+
+
+def fftfreq(n, d=1.0, device=None):
+    """Sample frequencies (a host constant)."""
+    return _wrap(const_port(np.fft.fftfreq(n, d), callsite()))
+
+
+def rfftfreq(n, d=1.0, device=None):
+    """Sample frequencies of rfft (a host constant)."""
+    return _wrap(const_port(np.fft.rfftfreq(n, d), callsite()))
+
+
+for _n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn"):
+    HANDLED_FUNCTIONS[_n] = globals()[_n]
+del _n
