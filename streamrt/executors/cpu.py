@@ -42,6 +42,18 @@ def chunks_for(K, R0):
     return int(max(1, min(want, R0 // 4096)))
 
 
+def prepare_region_write(a, alloc):
+    """The output buffer of a region write: the base's own buffer ('alias') or a copy of it."""
+    u = a.port
+    base = u.inputs[0].host_value()
+    if a.role == "alias" and base.flags.c_contiguous:
+        u.value = base
+    else:
+        if u.value is None:
+            u.value = alloc(u.shape, u.dtype)
+        np.copyto(u.value, base)
+
+
 class CPUExecutor(Executor):
     name = "cpu"
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
@@ -92,6 +104,8 @@ class CPUExecutor(Executor):
         for a in k.loads:
             args.append(a.port.base_view()[0].host_value().reshape(-1))
         for a in k.stores:
+            if a.role in ("copy", "alias"):
+                prepare_region_write(a, self.alloc)
             args.append(a.port.value.reshape(-1))
         for s in k.scalars:
             args.append(scalar_value(s))

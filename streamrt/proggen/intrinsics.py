@@ -26,8 +26,20 @@ def setitem(p, old, value):
     return out
 
 
+def update(p, old, value):
+    """A region write ``base[region] = value`` (region: element offset, shape, strides)."""
+    off, shape, st = p.params
+    out = np.array(old, copy=True, order="C")
+    flat = out.reshape(-1)
+    if flat.size:
+        it = flat.itemsize
+        region = np.lib.stride_tricks.as_strided(flat[off:], shape, [s * it for s in st])
+        region[...] = value
+    return out
+
+
 def matmul(p, a, b):
     return np.matmul(a, b)
 
 
-INTRINSICS = {"setitem": setitem, "matmul": matmul}
+INTRINSICS = {"setitem": setitem, "matmul": matmul, "update": update}
