@@ -102,3 +102,10 @@ __all__ = list(_creation_all) + list(_math_all) + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]
+
+# ---- indexing, assignment and shape operations (frontend/shape.py, frontend/indexing.py) ----
+from .frontend import shape as _shape_mod  # noqa: E402
+from .frontend.shape import *  # noqa: F401,F403,E402
+from .frontend.errors import StreamrtIndexError  # noqa: F401,E402
+
+__all__ += list(_shape_mod.__all__) + ["StreamrtIndexError"]

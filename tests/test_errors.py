@@ -184,7 +184,7 @@ def test_wrong_arguments_raise_argument_error(arrays):
     x, _, i32, b = arrays
     cases = [lambda: x + "a", lambda: x * None, lambda: ps.sin(x, x),
              lambda: ps.add(x, x, x), lambda: ps.sum(x, out=np.zeros(3)),
-             lambda: ps.where(b), lambda: x.reshape(-1, -1), lambda: x.transpose(0, 0),
+             lambda: ps.where(b, x), lambda: x.reshape(-1, -1), lambda: x.transpose(0, 0),
              lambda: ps.clip(x), lambda: ps.sum(x, axis=(0, 0)),
              lambda: x.__setitem__(np.array([0.5]), 1.0), lambda: x[0, 0, 0], lambda: x[5],
              lambda: x[..., ...], lambda: x["a"],
