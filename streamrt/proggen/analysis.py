@@ -70,7 +70,8 @@ def inplace_updates(groups, group_of, consumers):
             if not is_update(u):
                 continue
             b = u.inputs[0]
-            if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic"):
+            if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \
+                    u.inputs[1] is b:            # ``u[::-1] = u`` reads the base itself
                 continue
             off, shape, st = u.params
             want = (off, [0 if n == 1 else s for n, s in zip(shape, st)])
