@@ -109,3 +109,11 @@ from .frontend.shape import *  # noqa: F401,F403,E402
 from .frontend.errors import StreamrtIndexError  # noqa: F401,E402
 
 __all__ += list(_shape_mod.__all__) + ["StreamrtIndexError"]
+
+# ---- the Array API namespace (array_api.py) ------------------------------------------------
+from . import array_api  # noqa: E402,F401
+
+
+def __array_namespace__(*, api_version=None):
+    """The Array API standard namespace (``streamrt.array_api``)."""
+    return Array.__array_namespace__(None, api_version=api_version)
