@@ -44,7 +44,17 @@ def _axis(axis, ndim, site, name):
 
 
 def _filled(shape, dt, value, site):
-    """A new array of ``shape`` filled with ``value``: a fused fill kernel (no host buffer)."""
+    """A new array of ``shape`` filled with ``value``: a fused fill kernel (no host buffer).
+    ``value=None``: uninitialised, for arrays the caller overwrites completely (the first
+    region write takes the buffer over in place, proggen/analysis.py)."""
+    if value is None:
+        from ..scheduler.workqueue import Port
+        from .. import stats
+        buf = np.empty(tuple(shape), dt)
+        stats.add("bytes_allocated", buf.nbytes)
+        stats.add("buffers_allocated")
+        return Array._wrap(Port("const", "const", dt, tuple(shape), value=buf,
+                                params=("scratch",), site=site))
     c = Array._wrap(const_port(np.asarray(value, dtype=dt), site))
     return astype(broadcast_to(c, tuple(shape), site=site), dt, site=site)
 
@@ -233,7 +243,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     dt = _result_dtype(arrs, dtype, site)
     shape = list(arrs[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrs)
-    out = _filled(shape, dt, 0, site)
+    out = _filled(shape, dt, None, site)       # every element is written below
     start = 0
     for a in arrs:
         n = a.shape[ax]
@@ -311,7 +321,7 @@ def roll(a, shift, axis=None):
         s = s % n if n else 0
         if s == 0:
             continue
-        out = _filled(x.shape, x.dtype, 0, site)
+        out = _filled(x.shape, x.dtype, None, site)
         pre = (slice(None),) * d
         _write(out, pre + (slice(s, None),), r[pre + (slice(None, n - s),)], site)
         _write(out, pre + (slice(None, s),), r[pre + (slice(n - s, None),)], site)
@@ -583,3 +593,20 @@ def ar_dt(v):
 for _n in __all__:
     if hasattr(np, _n):
         HANDLED_FUNCTIONS[_n] = globals()[_n]
+
+
+# ---- NumPy's ndarray methods for the functions above ---------------------------------------------
+def _fill(self, value):
+    """``a.fill(value)``: every element (and every alias) becomes ``value``."""
+    self[...] = value
+
+
+Array.take = lambda self, indices, axis=None, out=None, mode="raise": take(self, indices, axis,
+                                                                          out, mode)
+Array.put = lambda self, ind, v, mode="raise": put(self, ind, v, mode)
+Array.nonzero = lambda self: nonzero(self)
+Array.repeat = lambda self, repeats, axis=None: repeat(self, repeats, axis)
+Array.squeeze = lambda self, axis=None: squeeze(self, axis)
+Array.swapaxes = lambda self, axis1, axis2: swapaxes(self, axis1, axis2)
+Array.diagonal = lambda self, offset=0, axis1=0, axis2=1: diagonal(self, offset, axis1, axis2)
+Array.fill = _fill

@@ -70,6 +70,9 @@ def inplace_updates(groups, group_of, consumers):
             if not is_update(u):
                 continue
             b = u.inputs[0]
+            if b.kind == "const" and b.params == ("scratch",) and b.released:
+                out.add(u.id)           # a fresh uninitialised buffer only this write sees
+                continue
             if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \
                     u.inputs[1] is b:            # ``u[::-1] = u`` reads the base itself
                 continue
