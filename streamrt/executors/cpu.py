@@ -51,7 +51,31 @@ def prepare_region_write(a, alloc):
     else:
         if u.value is None:
             u.value = alloc(u.shape, u.dtype)
-        np.copyto(u.value, base)
+        if not _copy_complement(u.value, base, *u.params):
+            np.copyto(u.value, base)
+
+
+def _copy_complement(dst, src, off, shape, st):
+    """Copy only the elements outside a rectangular unit-step region (the kernel writes the
+    rest): for ``u[1:-1, 1:-1] = ...`` the boundary, not the whole array. False: not such a
+    region (the caller copies everything)."""
+    from ..scheduler.workqueue import c_strides
+    nd = src.ndim
+    cs = c_strides(src.shape)
+    if not src.size or len(shape) != nd or any(n > 1 and s != c for n, s, c in
+                                                zip(shape, st, cs)):
+        return False
+    starts, rem = [], off
+    for c in cs:
+        q, rem = divmod(rem, c)
+        starts.append(q)
+    if rem or any(b + n > m for b, n, m in zip(starts, shape, src.shape)):
+        return False
+    for d in range(nd):
+        pre = tuple(slice(starts[k], starts[k] + shape[k]) for k in range(d))
+        for sl in (slice(0, starts[d]), slice(starts[d] + shape[d], None)):
+            dst[pre + (sl,)] = src[pre + (sl,)]
+    return True
 
 
 class CPUExecutor(Executor):
