@@ -91,6 +91,10 @@ def clip(x, /, min=None, max=None):  # noqa: A002
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
     site = callsite()
+    k = [a.dtype if isinstance(a, Array) else D.scalar_kind(a) for a in (x1, x2)]
+    dt = D.canonical(D.ufunc_result("logaddexp", k))      # computed in the result dtype:
+    x1, x2 = (_astype(a, dt, site=site) if isinstance(a, Array) and a.dtype != dt else a
+              for a in (x1, x2))                          # no integer overflow in x1 - x2
     m = record_map("maximum", x1, x2, site=site)
     d = record_map("absolute", record_map("subtract", x1, x2, site=site), site=site)
     r = record_map("add", m, record_map("log1p", record_map("exp", record_map(

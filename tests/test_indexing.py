@@ -167,6 +167,10 @@ def test_assignment_errors_name_the_line():
     assert f"{__file__}:{line}:" in str(ei.value)
     with pytest.raises(IndexError):
         x[x > 2, 0]
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        ps.broadcast_to(x, (2, 6))[0] = 1
+    assert f"{__file__}:{line}:" in str(ei.value) and "read-only" in str(ei.value)
 
 
 # ---- shape operations ---------------------------------------------------------------------------

@@ -82,6 +82,13 @@ def _check_macro_input(base, site):
                            "x = x.copy())", site)
 
 
+def _check_writable(p, site):
+    """A broadcast view (a zero stride over a length > 1 dim) is read-only, as in NumPy."""
+    if p.kind == "view" and any(s == 0 and n > 1 for n, s in zip(p.shape, p.params[1])):
+        raise record_error(ValueError, "assignment destination is read-only (a broadcast "
+                           "view: copy it first)", site)
+
+
 # ---- values ---------------------------------------------------------------------------------
 def _value_port(value, dt, tshape, site):
     """The assigned value as a port broadcastable to ``tshape`` (NumPy's setitem casting:
@@ -125,6 +132,7 @@ def write_region(arr, off, shape, st, value, site, owned=False):
     from .array import Array, _enqueue, astype, broadcast_to
     base = _base_of(arr._port)
     _check_macro_input(base, site)
+    _check_writable(arr._port, site)
     dt = base.dtype
     v = _value_port(value, dt, shape, site)
     if v.kind == "view" and v.inputs[0] is base and v.shape == tuple(shape) and \
@@ -278,6 +286,7 @@ def scatter(arr, key, value, site=None, flat=False):
     key, arrays = _normalize_key(key, site)
     base = _base_of(arr._port)
     _check_macro_input(base, site)
+    _check_writable(arr._port, site)
     p = arr._port
     tshape = _probe_shape((p.size,) if flat else p.shape, key, site)
     v = _value_port(value, p.dtype, tshape, site)
