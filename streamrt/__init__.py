@@ -124,3 +124,18 @@ from .frontend.math import angle, conj, conjugate, imag, real  # noqa: E402,F401
 __all__ += ["fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort", "convolve",
             "correlate", "cumprod", "cumsum", "einsum", "inner", "outer", "sort", "tensordot",
             "vecdot", "trace", "matrix_transpose"]
+
+# ---- indexing, assignment and shape operations (frontend/shape.py, frontend/indexing.py) ----
+from .frontend import shape as _shape_mod  # noqa: E402
+from .frontend.shape import *  # noqa: F401,F403,E402
+from .frontend.errors import StreamrtIndexError  # noqa: F401,E402
+
+__all__ += list(_shape_mod.__all__) + ["StreamrtIndexError"]
+
+# ---- the Array API namespace (array_api.py) ------------------------------------------------
+from . import array_api  # noqa: E402,F401
+
+
+def __array_namespace__(*, api_version=None):
+    """The Array API standard namespace (``streamrt.array_api``)."""
+    return Array.__array_namespace__(None, api_version=api_version)

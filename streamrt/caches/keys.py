@@ -55,6 +55,8 @@ def _external(port, num, kports):
         if b is None:
             b = _external(base, num, kports)
         return ("V", port.dtype, port.shape, port.params, b)
+    if kind == "const" and port.params:       # a scratch buffer (frontend/shape.py)
+        return ("X", port.dtype, port.shape, port.params)
     return ("X", port.dtype, port.shape)
 
 

@@ -42,6 +42,42 @@ def chunks_for(K, R0):
     return int(max(1, min(want, R0 // 4096)))
 
 
+def prepare_region_write(a, alloc):
+    """The output buffer of a region write: the base's own buffer ('alias') or a copy of it."""
+    u = a.port
+    base = u.inputs[0].host_value()
+    if a.role == "alias" and base.flags.c_contiguous:
+        u.value = base
+    else:
+        if u.value is None:
+            u.value = alloc(u.shape, u.dtype)
+        if not _copy_complement(u.value, base, *u.params):
+            np.copyto(u.value, base)
+
+
+def _copy_complement(dst, src, off, shape, st):
+    """Copy only the elements outside a rectangular unit-step region (the kernel writes the
+    rest): for ``u[1:-1, 1:-1] = ...`` the boundary, not the whole array. False: not such a
+    region (the caller copies everything)."""
+    from ..scheduler.workqueue import c_strides
+    nd = src.ndim
+    cs = c_strides(src.shape)
+    if not src.size or len(shape) != nd or any(n > 1 and s != c for n, s, c in
+                                                zip(shape, st, cs)):
+        return False
+    starts, rem = [], off
+    for c in cs:
+        q, rem = divmod(rem, c)
+        starts.append(q)
+    if rem or any(b + n > m for b, n, m in zip(starts, shape, src.shape)):
+        return False
+    for d in range(nd):
+        pre = tuple(slice(starts[k], starts[k] + shape[k]) for k in range(d))
+        for sl in (slice(0, starts[d]), slice(starts[d] + shape[d], None)):
+            dst[pre + (sl,)] = src[pre + (sl,)]
+    return True
+
+
 class CPUExecutor(Executor):
     name = "cpu"
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
@@ -108,6 +144,8 @@ class CPUExecutor(Executor):
         for a in k.loads:
             args.append(a.port.base_view()[0].host_value().reshape(-1))
         for a in k.stores:
+            if a.role in ("copy", "alias"):
+                prepare_region_write(a, self.alloc)
             args.append(a.port.value.reshape(-1))
         for s in k.scalars:
             args.append(scalar_value(s))

@@ -15,7 +15,10 @@ from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, map_dtypes, reduction_dtypes
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
 from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, StreamrtAxisError,
-                     StreamrtError, StreamrtOverflowError, callsite, record_error)
+                     StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
+                     record_error)
+from . import indexing as _indexing
+from .indexing import register as _register
 
 
 # ---- recording helpers --------------------------------------------------------------------
@@ -222,14 +225,20 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     return _enqueue(port)
 
 
-def _view(p, off, shape, strides, site):
+def _view(p, off, shape, strides, site, src=None):
     base = p.base_view()[0]
     v = Port("view", "view", p.dtype, tuple(shape), (base,), (int(off), tuple(strides)), site)
     base.nrefs += 1            # a view keeps its base alive
     if base.state == DONE:
         v.state = DONE
-        return Array._wrap(v)
-    return _enqueue(v)
+        r = Array._wrap(v)
+    else:
+        r = _enqueue(v)
+    # a write through any alias of the base must be seen through all (frontend/indexing.py)
+    _register(base, r)
+    if type(src) is Array:
+        _register(base, src)
+    return r
 
 
 def basic_index(p, key, site):
@@ -243,7 +252,7 @@ def basic_index(p, key, site):
     if any(isinstance(k, (np.ndarray, list, Array)) or (isinstance(k, (bool, np.bool_))) for k in key):
         return None
     if n_idx > len(shape):
-        raise record_error(ArgumentError, f"too many indices for array: array is "
+        raise record_error(StreamrtIndexError, f"too many indices for array: array is "
                            f"{len(shape)}-dimensional, but {n_idx} were indexed", site)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise record_error(ArgumentError, "an index can only have a single ellipsis ('...')", site)
@@ -273,7 +282,7 @@ def basic_index(p, key, site):
             if i < 0:
                 i += shape[dim]
             if not 0 <= i < shape[dim]:
-                raise record_error(ArgumentError, f"index {int(k)} is out of bounds for axis "
+                raise record_error(StreamrtIndexError, f"index {int(k)} is out of bounds for axis "
                                    f"{dim} with size {shape[dim]}", site)
             off += i * st[dim]
             dim += 1
@@ -480,50 +489,17 @@ class Array:
     def __getitem__(self, key):
         site = callsite()
         if isinstance(key, Array):
-            key = key.numpy()
+            key = key.numpy() if key.ndim == 0 and key.dtype.kind in "iu" else (key,)
         r = basic_index(self._port, key, site)
         if r is None:
-            return fallback("ndarray.__getitem__", lambda a, k: a[k], (self, to_numpy_tree(key)),
-                            {}, site)
+            return _indexing.gather(self, key, site)
         off, shape, st = r
-        return _view(self._port, off, shape, st, site)
+        return _view(self._port, off, shape, st, site, src=self)
 
     def __setitem__(self, key, value):
-        """Functional update: the Array now refers to a new port (the old value is released)."""
-        site = callsite()
-        r = basic_index(self._port, key, site)
-        if r is None:
-            raise record_error(ArgumentError, "only basic indexes (ints, slices, None, ...) can "
-                               "be assigned to", site)
-        _, tshape, _ = r
-        v = operand(value, site)
-        vshape = v.shape if v.kind != "scalar" else ()
-        try:
-            np.broadcast_shapes(vshape, tshape)
-            if len(vshape) > len(tshape) and any(s != 1 for s in vshape[:len(vshape) - len(tshape)]):
-                raise ValueError
-            if tuple(np.broadcast_shapes(vshape, tshape)) != tuple(tshape):
-                raise ValueError
-        except ValueError:
-            raise record_error(ShapeError, f"could not broadcast input array from shape "
-                               f"{vshape} into shape {tshape}", site) from None
-        if v.kind == "scalar":
-            v = const_port(np.asarray(v.scalar), site)
-        old = self._port
-        rec = current_queue().recording
-        if rec is not None and old.id in rec.input_ids:
-            from .errors import MacroError
-            raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
-                               "inputs are read-only inside a macro (copy it first: "
-                               "x = x.copy())", site)
-        newp = Port("intrinsic", "setitem", old.dtype, old.shape, (old, v),
-                    (_static_key(key),), site)
-        _foreign_inputs(newp, current_queue())
-        newp.queue = current_queue()
-        newp.queue.compute(newp)
-        newp.nrefs += 1
-        self._port = newp
-        _decref(old)
+        """NumPy semantics: the array and every view of (or array viewed by) it see the write;
+        ops recorded earlier read the old value (frontend/indexing.py)."""
+        _indexing.setitem(self, key, value)
 
     def reshape(self, *shape, order="C"):
         site = callsite()
@@ -718,8 +694,8 @@ for _dunder, _name in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                        ("rshift", "right_shift")):
     setattr(Array, f"__{_dunder}__", _binop(_name))
     setattr(Array, f"__r{_dunder}__", _binop(_name, reflected=True))
-    # in-place forms rebind the name to a new lazy array (functional, like JAX)
-    setattr(Array, f"__i{_dunder}__", _binop(_name))
+    # in-place forms write into the array and its aliases (NumPy's out=, casting 'same_kind')
+    setattr(Array, f"__i{_dunder}__", _indexing.make_inplace(_name))
 for _dunder, _name in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                        ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
     setattr(Array, f"__{_dunder}__", _binop(_name))
@@ -759,7 +735,7 @@ def reshape(x, shape, site=None, order="C"):
     if p.kind == "view" and tuple(st) != c_strides(p.shape):
         c = astype(Array._wrap(p) if False else _keep(p), p.dtype, site=site)
         return reshape(c, shape, site=site)
-    return _view(p, off, shape, c_strides(shape), site)
+    return _view(p, off, shape, c_strides(shape), site, src=x)
 
 
 def _keep(p):
@@ -780,7 +756,7 @@ def transpose(x, axes=None, site=None):
     if sorted(axes) != list(range(nd)):
         raise record_error(ArgumentError, f"axes {axes} don't match array of {nd} dims", site)
     base, off, st = p.base_view()
-    return _view(p, off, [p.shape[a] for a in axes], [st[a] for a in axes], site)
+    return _view(p, off, [p.shape[a] for a in axes], [st[a] for a in axes], site, src=x)
 
 
 def broadcast_to(x, shape, site=None):
@@ -800,4 +776,4 @@ def broadcast_to(x, shape, site=None):
     for j, s in enumerate(p.shape):
         k = nd - len(p.shape) + j
         new_st[k] = st[j] if s != 1 else 0
-    return _view(p, off, shape, new_st, site)
+    return _view(p, off, shape, new_st, site, src=x)

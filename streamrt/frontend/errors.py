@@ -111,6 +111,10 @@ class ArgumentError(StreamrtError, TypeError):
     """A wrong argument (raised at record time)."""
 
 
+class StreamrtIndexError(ArgumentError, IndexError):
+    """An index out of range or too many indices (NumPy raises IndexError)."""
+
+
 class StreamrtOverflowError(StreamrtError, OverflowError):
     """A Python integer that does not fit the array's dtype."""
 

@@ -57,9 +57,12 @@ for _name, _op in OPS.items():
 
 def where(condition, x=None, y=None, /):
     site = callsite()
+    if x is None and y is None:
+        from .shape import nonzero        # evaluates the condition (data-dependent shape)
+        return nonzero(condition)
     if x is None or y is None:
-        raise record_error(ArgumentError, "where(condition) with one argument (nonzero) is not "
-                           "lazy; pass x and y", site)
+        raise record_error(ArgumentError, "either both or neither of x and y should be given",
+                           site)
     return record_map("where", condition, x, y, site=site)
 
 

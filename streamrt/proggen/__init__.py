@@ -24,9 +24,11 @@ def _renderer(name):
     return RENDERERS[name]
 
 
-def kernel_program(ops, stored, space, axes, renderer="numba"):
-    k = build_kernel(ops, stored, space, axes or ())
+def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset()):
+    k = build_kernel(ops, stored, space, axes or (), inplace)
     inputs = [a.port for a in k.loads]
+    # region writes wait for (and copy or reuse) their base
+    inputs += [a.port.inputs[0] for a in k.stores if a.role in ("copy", "alias")]
     outputs = [a.port for a in k.stores] + list(k.reductions)
     prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
                    stored=frozenset(stored))
@@ -50,12 +52,15 @@ def generate(entries, backend_caps):
     live, consumers, dead = analysis.backward(ports)
     ops = [p for p in live if p.kind != "view"]
     fuse = backend_caps.get("fuse", True) and settings.fusion
-    groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128))
+    fuse_updates = backend_caps.get("renderer") == "numba"
+    groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128),
+                                   fuse_updates=fuse_updates)
     stored = analysis.forward(live, consumers, gidx)
     scans = {}
     if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans:
         from . import scan
         scans = scan.fuse_scans(groups, gidx, consumers, stored)
+    inplace = analysis.inplace_updates(groups, gidx, consumers) if fuse_updates else set()
     programs = []
     for g in groups:
         if not g.ops:
@@ -70,7 +75,7 @@ def generate(entries, backend_caps):
             programs.append(Program("refop", [p], list(p.inputs), [p]))
         else:
             programs.append(kernel_program(g.ops, stored, g.space, g.axes,
-                                           backend_caps["renderer"]))
+                                           backend_caps["renderer"], inplace))
     if settings.debug >= 3:
         for g in groups:
             print(f"[streamrt] fusion group {g}", file=sys.stderr)

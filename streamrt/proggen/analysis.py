@@ -48,7 +48,48 @@ def forward(live_ports, consumers, group_of):
             continue
         g = group_of.get(p.id)
         for c in consumers[p.id]:
-            if c.kind == "view" or group_of.get(c.id) != g or c.kind == "intrinsic":
+            if c.kind == "view" or group_of.get(c.id) != g or \
+                    (c.kind == "intrinsic" and c.op != "update"):
                 stored.add(p.id)
                 break
     return stored
+
+
+def inplace_updates(groups, group_of, consumers):
+    """Region writes that may reuse their base's buffer instead of copying it: the base was
+    computed in this flush (so no earlier program can still read it), no Array holds it any
+    more, and every other read of it happens in the writing kernel at exactly the written
+    elements (``a[1:-1] *= 2``; not ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours)."""
+    from .fusion import is_update
+    from .kernel import _space_strides
+    out = set()
+    for g in groups:
+        if g.kind != "fused":
+            continue
+        for u in g.ops:
+            if not is_update(u):
+                continue
+            b = u.inputs[0]
+            if b.kind == "const" and b.params == ("scratch",) and b.released:
+                out.add(u.id)           # a fresh uninitialised buffer only this write sees
+                continue
+            if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \
+                    u.inputs[1] is b:            # ``u[::-1] = u`` reads the base itself
+                continue
+            off, shape, st = u.params
+            want = (off, [0 if n == 1 else s for n, s in zip(shape, st)])
+            ok = True
+            for c in consumers[b.id]:
+                if c is u:
+                    continue
+                readers, port = (consumers[c.id], c) if c.kind == "view" else ([c], b)
+                for d in readers:
+                    if group_of.get(d.id) != g.index or is_update(d) or \
+                            _space_strides(port, g.space) != want:
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                out.add(u.id)
+    return out

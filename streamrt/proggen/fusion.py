@@ -13,8 +13,16 @@ class Group:
         return f"Group#{self.index}({self.kind} space={self.space} axes={self.axes} ops={[p.op for p in self.ops]})"
 
 
+def is_update(p):
+    """A region write (frontend/indexing.py): it fuses as a store into the kernel computing
+    the written value; its space is the region's shape."""
+    return p.kind == "intrinsic" and p.op == "update"
+
+
 def space_of(p):
-    return p.inputs[0].shape if p.kind == "reduce" else p.shape
+    if p.kind == "reduce":
+        return p.inputs[0].shape
+    return p.params[1] if is_update(p) else p.shape
 
 
 def axes_of(p):
@@ -28,10 +36,14 @@ def _accepts(g, p, max_ops):
         return False
     if p.kind == "reduce" and g.axes is not None and g.axes != axes_of(p):
         return False
+    if is_update(p) and g.axes is not None:
+        return False            # region writes stay out of reduction kernels
+    if p.kind == "reduce" and any(is_update(o) for o in g.ops):
+        return False
     return True
 
 
-def schedule(ops, fuse=True, max_ops=128, lookback=8):
+def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
     """Greedy fusion in recording order. A map or reduction joins the group of its latest
     same-shape map producer (register passing), else the latest compatible group that comes
     after all its producers; intrinsics and ops with nothing to join start a new group."""
@@ -39,7 +51,7 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8):
     for p in ops:
         if p.kind == "view":
             continue
-        if p.kind == "intrinsic" or not fuse:
+        if (p.kind == "intrinsic" and not (fuse_updates and is_update(p))) or not fuse:
             g = Group("intrinsic" if p.kind == "intrinsic" else "fused", space_of(p),
                       axes_of(p), len(groups))
             groups.append(g)
@@ -53,7 +65,8 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8):
             gi = gidx.get(b.id)
             if gi is None:
                 continue
-            if i.kind != "view" and b.kind == "map" and i.shape == sp:
+            if i.kind != "view" and b.kind == "map" and i.shape == sp and \
+                    not (i is p.inputs[0] and is_update(p)):
                 soft = max(soft, gi)
             else:
                 strict_lo = max(strict_lo, gi + 1)

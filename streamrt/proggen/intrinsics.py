@@ -26,7 +26,20 @@ def setitem(p, old, value):
     return out
 
 
-INTRINSICS = {"setitem": setitem}
+def update(p, old, value):
+    """A region write ``base[region] = value`` (region: element offset, shape, strides)."""
+    off, shape, st = p.params
+    out = np.array(old, copy=True, order="C")
+    flat = out.reshape(-1)
+    if flat.size:
+        it = flat.itemsize
+        region = np.lib.stride_tricks.as_strided(flat[off:], shape, [s * it for s in st])
+        region[...] = value
+    return out
+
+
+
+INTRINSICS = {"setitem": setitem, "update": update}
 
 # linear algebra, FFT, sort, scans, convolution (proggen/linalg_intrinsics.py)
 from .linalg_intrinsics import HOST_INTRINSICS as _LINALG  # noqa: E402

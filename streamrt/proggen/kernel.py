@@ -12,7 +12,8 @@ from ..scheduler.workqueue import c_strides
 @dataclass
 class Access:
     port: object          # the port read (may be a view) or written
-    role: str             # 'in' | 'out'
+    role: str             # 'in' | 'out' | region write: 'copy' (the base is copied into the
+                          # output buffer first) or 'alias' (the output reuses the base's buffer)
     off: int              # element offset into the base buffer
     kept: list            # strides over the collapsed kept dims
     red: list             # strides over the collapsed reduced dims
@@ -73,12 +74,18 @@ def _collapse(sizes, stride_lists):
     return sizes2, per_access
 
 
-def build_kernel(ops, stores, space, axes):
-    """Kernel for ``ops`` (all sharing ``space``; reductions over ``axes``), writing ``stores``."""
+def _is_update(p):
+    return p.kind == "intrinsic" and p.op == "update"
+
+
+def build_kernel(ops, stores, space, axes, inplace=frozenset()):
+    """Kernel for ``ops`` (all sharing ``space``; reductions over ``axes``), writing ``stores``.
+    Region writes (update ports) store their value at the region's offset and strides in the
+    output buffer; ``inplace``: ids of those whose output reuses the base's buffer."""
     inside = {p.id for p in ops}
     loads, scalars, seen = [], [], set()
     for p in ops:
-        for i in p.inputs:
+        for i in (p.inputs[1:] if _is_update(p) else p.inputs):
             if i.id in inside or i.id in seen:
                 continue
             seen.add(i.id)
@@ -100,6 +107,11 @@ def build_kernel(ops, stores, space, axes):
         raw.append((p, "out", 0, list(cs)))
     if any(p.kind == "map" and OPS[p.op].counter for p in ops):
         raw.append((None, "idx", 0, list(cs)))
+    for p in ops:
+        if _is_update(p):
+            off, shape, st = p.params
+            raw.append((p, "alias" if p.id in inplace else "copy", off,
+                        [0 if n == 1 else s for n, s in zip(shape, st)]))
     kept_sizes, kept_st = _collapse([space[d] for d in kept_ax], [[r[3][d] for d in kept_ax] for r in raw])
     red_sizes, red_st = _collapse([space[d] for d in red_ax], [[r[3][d] for d in red_ax] for r in raw])
     if not axes and not kept_sizes:

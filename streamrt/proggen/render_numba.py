@@ -120,6 +120,11 @@ def render(k):
             else:
                 body.append(f"v{n} = {npname(p.dtype)}({expr})")
             local[p.id] = (f"v{n}", p.dtype)
+        elif p.kind == "intrinsic" and p.op == "update":
+            # a region write: the value, cast to the array's dtype, is stored into the region
+            v, vdt = local[p.inputs[1].id]
+            body.append(f"v{n} = {cast(v, vdt, p.dtype)}")
+            local[p.id] = (f"v{n}", p.dtype)
     # ---- assemble -----------------------------------------------------------------------------
     src = _Src()
     bufs = [f"a{i}" for i in range(len(accesses))]

@@ -21,6 +21,15 @@ on_complete = None
 keep_graph = False      # debugger: keep computed ports' inputs (to find the diverging op)
 
 
+def _alloc(prog, ex):
+    """Output buffers of a program (a region write that reuses its base's buffer gets none)."""
+    k = prog.kernel
+    skip = [a.port for a in k.stores if a.role == "alias"] if k is not None else ()
+    for p in prog.outputs:
+        if p.value is None and not any(p is q for q in skip):
+            p.value = ex.alloc(p.shape, p.dtype)
+
+
 class EScheduler:
     def __init__(self, flow=None):
         self.q = queue.SimpleQueue()
@@ -64,9 +73,7 @@ class EScheduler:
                     self.wait(dep)
             if err is None:
                 try:
-                    for p in prog.outputs:
-                        if p.value is None:
-                            p.value = executor.alloc(p.shape, p.dtype)
+                    _alloc(prog, executor)
                     if self.launch_log is not None:
                         self.launch_log.append(prog)
                     t0 = time.perf_counter()
@@ -174,9 +181,7 @@ class EScheduler:
                     return
                 return self._try(prog)          # it completed meanwhile: check again
         ex = prog.executor
-        for p in prog.outputs:
-            if p.value is None:
-                p.value = ex.alloc(p.shape, p.dtype)
+        _alloc(prog, ex)
         if self.launch_log is not None:
             self.launch_log.append(prog)
         ex.submit(prog, self._on_done)

@@ -35,7 +35,7 @@ class Port:
 
     __slots__ = ("id", "kind", "op", "dtype", "shape", "inputs", "params", "site", "queue",
                  "value", "state", "error", "nrefs", "scalar", "loop_dtype", "ref",
-                 "__weakref__")
+                 "holders", "__weakref__")
 
     def __init__(self, kind, op, dtype, shape, inputs=(), params=(), site=None, queue=None,
                  value=None, scalar=None, loop_dtype=None):
@@ -54,6 +54,7 @@ class Port:
         self.error = None
         self.ref = None            # reference-mode shadow value (debug/reference.py)
         self.nrefs = 0
+        self.holders = None        # weakrefs to Arrays that may alias this base (mutation)
         self.state = DONE if kind in ("const", "scalar") else NEW
 
     # ---- views ---------------------------------------------------------------------------

@@ -1,0 +1,335 @@
+"""Mutation with NumPy semantics on lazy arrays: slice assignment, in-place operators, integer
+and boolean array indexing (gather and scatter) and the index functions built on them.
+
+A write never changes a computed buffer behind a reader's back. ``a[region] = v`` records an
+*update* port -- the base's new value -- and rebinds every Array that aliases the old base (the
+array itself, its views, views of its views) to it, so a write through one alias is seen
+through all of them, while ops recorded earlier keep reading the old value (NumPy's "the right
+side is evaluated fully first", e.g. ``u[1:-1] = u[:-2] + u[2:]``). ProgGen fuses the update
+into the kernel that computes ``v``: that kernel stores straight into the region of the
+target's buffer, which is the base's own buffer when nothing else can read the old value
+(proggen/analysis.py: inplace_updates), else a copy of it.
+
+Advanced indexes (integer and boolean arrays) are data: they are evaluated when the indexing
+op is recorded (the result's shape depends on them); the array being indexed stays lazy and
+the gather/scatter runs as an intrinsic."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .. import dtypes as D
+from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
+from .errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
+                     StreamrtOverflowError, callsite, record_error)
+
+
+# ---- aliases ----------------------------------------------------------------------------------
+def register(base, arr):
+    """Note that Array ``arr`` reads base port ``base`` (directly or through a view)."""
+    h = base.holders
+    if h is None:
+        base.holders = [weakref.ref(arr)]
+        return
+    if len(h) >= 32 and len(h) & (len(h) - 1) == 0:      # prune dead entries now and then
+        h[:] = [r for r in h if r() is not None]
+    h.append(weakref.ref(arr))
+
+
+def _base_of(p):
+    return p.inputs[0] if p.kind == "view" else p
+
+
+def rebind(old, new, extra, site):
+    """Every Array aliasing base ``old`` now aliases base ``new`` (same shape and dtype)."""
+    from .array import _decref, _foreign_inputs
+    arrs = {}
+    for r in old.holders or ():
+        a = r()
+        if a is not None:
+            arrs[id(a)] = a
+    for a in extra:
+        arrs[id(a)] = a
+    q = current_queue()
+    for a in arrs.values():
+        p = a._port
+        if p is old:
+            a._port = new
+            new.nrefs += 1
+            register(new, a)
+            _decref(old)
+        elif p.kind == "view" and p.inputs[0] is old:
+            nv = Port("view", "view", p.dtype, p.shape, (new,), p.params, site)
+            new.nrefs += 1
+            if new.state == DONE:
+                nv.state = DONE
+            else:
+                nv.queue = q
+                q.compute(nv)
+            a._port = nv
+            nv.nrefs += 1
+            register(new, a)
+            _decref(p)
+
+
+def _check_macro_input(base, site):
+    rec = current_queue().recording
+    if rec is not None and base.id in rec.input_ids:
+        from .errors import MacroError
+        raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
+                           "inputs are read-only inside a macro (copy it first: "
+                           "x = x.copy())", site)
+
+
+def _check_writable(p, site):
+    """A broadcast view (a zero stride over a length > 1 dim) is read-only, as in NumPy."""
+    if p.kind == "view" and any(s == 0 and n > 1 for n, s in zip(p.shape, p.params[1])):
+        raise record_error(ValueError, "assignment destination is read-only (a broadcast "
+                           "view: copy it first)", site)
+
+
+# ---- values ---------------------------------------------------------------------------------
+def _value_port(value, dt, tshape, site):
+    """The assigned value as a port broadcastable to ``tshape`` (NumPy's setitem casting:
+    any value converts, Python integers must fit, NaN/inf do not become integers)."""
+    from .array import Array, const_port, operand, reshape
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        if D.is_int(dt) and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            info = np.iinfo(dt)
+            if not info.min <= int(value) <= info.max:
+                raise record_error(StreamrtOverflowError, f"Python integer {int(value)} out of "
+                                   f"bounds for {dt}", site)
+        if D.is_int(dt) and isinstance(value, (float, np.floating)) and not np.isfinite(value):
+            raise record_error(ValueError, f"cannot convert float {value} to integer", site)
+        return const_port(np.asarray(value).astype(dt), site)
+    v = operand(value, site)
+    if v.kind == "scalar":
+        v = const_port(np.asarray(v.scalar), site)
+    vshape = v.shape
+    try:
+        if tuple(np.broadcast_shapes(vshape, tshape)) != tuple(tshape):
+            raise ValueError
+    except ValueError:
+        if len(vshape) > len(tshape) and all(s == 1 for s in vshape[:len(vshape) - len(tshape)]):
+            pass
+        else:
+            raise record_error(ShapeError, f"could not broadcast input array from shape "
+                               f"{vshape} into shape {tshape}", site) from None
+    if len(vshape) > len(tshape):            # NumPy drops leading length-1 dims of the value
+        v = reshape(Array._wrap(v), vshape[len(vshape) - len(tshape):], site=site)._port
+    return v
+
+
+def _full(base, off, shape, st):
+    return off == 0 and tuple(shape) == tuple(base.shape) and all(
+        n == 1 or s == c for n, s, c in zip(shape, st, c_strides(shape)))
+
+
+def write_region(arr, off, shape, st, value, site, owned=False):
+    """``base(arr)[region] = value`` with NumPy semantics (see the module docstring).
+    ``owned``: ``value`` is a temporary Array nobody else holds (its port may be adopted)."""
+    from .array import Array, _enqueue, astype, broadcast_to
+    base = _base_of(arr._port)
+    _check_macro_input(base, site)
+    _check_writable(arr._port, site)
+    dt = base.dtype
+    v = _value_port(value, dt, shape, site)
+    if v.kind == "view" and v.inputs[0] is base and v.shape == tuple(shape) and \
+            v.params == (int(off), tuple(st)):
+        return          # a region assigned to itself (``a[1:4] *= 3`` ends with one)
+    if _full(base, off, shape, st):
+        # the whole array is replaced: the new value is simply the (cast, broadcast) value
+        if owned and v.kind == "map" and v.shape == tuple(shape) and v.dtype == dt:
+            new = v
+        else:
+            va = broadcast_to(Array._wrap(v), tuple(shape), site=site) \
+                if v.shape != tuple(shape) else Array._wrap(v)
+            new = astype(va, dt, site=site)._port
+            if new.kind != "map":           # a folded constant: copy it into a fresh port
+                new = _enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
+                                    loop_dtype=dt))._port
+    else:
+        new = Port("intrinsic", "update", dt, base.shape, (base, v),
+                   (int(off), tuple(shape), tuple(st)), site)
+        new = _enqueue(new)._port
+    new.nrefs += 1                      # held while rebinding (the temporary Array may die)
+    rebind(base, new, (arr,), site)
+    new.nrefs -= 1
+
+
+def setitem(arr, key, value):
+    from .array import basic_index
+    site = callsite()
+    if isinstance(key, Array_t()):
+        key = _eval_index(key, site)
+    r = basic_index(arr._port, key, site)
+    if r is None:
+        return scatter(arr, key, value, site)
+    off, shape, st = r
+    write_region(arr, off, shape, st, value, site)
+
+
+def Array_t():
+    from .array import Array
+    return Array
+
+
+def _ufunc_name(name):
+    from ..ops import OPS
+    return OPS[name].ufunc or name
+
+
+def make_inplace(name):
+    """``a op= b``: NumPy's ``np.<ufunc>(a, b, out=a)`` (casting 'same_kind', no broadcasting
+    of the output), written into ``a`` and every alias of it."""
+    def f(self, other):
+        from .array import record_map
+        site = callsite()
+        r = record_map(name, self, other, site=site)
+        if r.dtype != self.dtype and not np.can_cast(r.dtype, self.dtype, "same_kind"):
+            raise record_error(DTypeError, f"Cannot cast ufunc '{_ufunc_name(name)}' output "
+                               f"from dtype('{r.dtype}') to dtype('{self.dtype}') with casting "
+                               "rule 'same_kind'", site)
+        if r.shape != self.shape:
+            raise record_error(ShapeError, f"non-broadcastable output operand with shape "
+                               f"{self.shape} doesn't match the broadcast shape {r.shape}", site)
+        _, off, st = self._port.base_view()
+        write_region(self, off, self.shape, st, r, site, owned=True)
+        return self
+    f.__name__ = f"__i{name}__"
+    return f
+
+
+# ---- advanced indexing ------------------------------------------------------------------------
+def _eval_index(k, site):
+    """An index array as host data (Arrays are evaluated: the result shape depends on them)."""
+    from .array import Array
+    if isinstance(k, Array):
+        k = k.numpy()
+    a = np.asarray(k)
+    if a.dtype == object or (a.dtype.kind not in "biu" and a.size) or a.dtype.kind in "fc" \
+            and a.size:
+        raise record_error(StreamrtIndexError, "arrays used as indices must be of integer "
+                           f"(or boolean) type, got {a.dtype}", site)
+    if a.dtype.kind not in "biu":
+        a = a.astype(np.intp)
+    return a
+
+
+def _normalize_key(key, site):
+    """(key with host index arrays, positions of the arrays in it)."""
+    from .array import Array
+    if not isinstance(key, tuple):
+        key = (key,)
+    out, arrays = [], []
+    for k in key:
+        if isinstance(k, (Array, np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
+            a = _eval_index(k, site) if not isinstance(k, (bool, np.bool_)) else np.bool_(k)
+            arrays.append(len(out))
+            out.append(a)
+        else:
+            out.append(k)
+    return tuple(out), arrays
+
+
+def _probe_shape(shape, key, site):
+    """The shape of ``x[key]`` for an array of ``shape`` (NumPy's checks and errors)."""
+    probe = np.broadcast_to(np.zeros((), np.int8), shape)
+    try:
+        return probe[key].shape
+    except IndexError as e:
+        raise record_error(StreamrtIndexError, str(e), site) from None
+    except (TypeError, ValueError) as e:
+        raise record_error(ArgumentError, str(e), site) from None
+
+
+def _split(key, arrays, site):
+    """Key arrays become const ports (inputs of the intrinsic); the static rest is a param."""
+    from .array import _static_key, const_port
+    spec, ins = [], []
+    for i, k in enumerate(key):
+        if i in arrays:
+            spec.append(("arr", len(ins)))
+            ins.append(const_port(np.asarray(k), site))
+        else:
+            spec.append(_static_key((k,))[0] if k is not None else None)
+    return tuple(spec), ins
+
+
+def rebuild_key(spec, arrays):
+    from ..proggen.intrinsics import _key
+    out = []
+    for e in spec:
+        if isinstance(e, tuple) and e and e[0] == "arr":
+            out.append(arrays[e[1]])
+        else:
+            out.append(_key((e,))[0])
+    return tuple(out)
+
+
+def gather(arr, key, site=None):
+    """``arr[key]`` with integer/boolean array indexes: a gather intrinsic (``arr`` stays lazy)."""
+    from .array import _enqueue
+    site = site or callsite()
+    key, arrays = _normalize_key(key, site)
+    p = arr._port
+    shape = _probe_shape(p.shape, key, site)
+    spec, ins = _split(key, arrays, site)
+    return _enqueue(Port("intrinsic", "gather", p.dtype, tuple(shape), (p, *ins), (spec,), site))
+
+
+def scatter(arr, key, value, site=None, flat=False):
+    """``arr[key] = value`` with array indexes (``flat``: on the raveled array, like put)."""
+    from .array import _enqueue
+    site = site or callsite()
+    key, arrays = _normalize_key(key, site)
+    base = _base_of(arr._port)
+    _check_macro_input(base, site)
+    _check_writable(arr._port, site)
+    p = arr._port
+    tshape = _probe_shape((p.size,) if flat else p.shape, key, site)
+    v = _value_port(value, p.dtype, tshape, site)
+    if v.kind == "const" and v.shape != tuple(tshape):
+        pass
+    spec, ins = _split(key, arrays, site)
+    _, off, st = p.base_view()
+    new = _enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
+                        (spec, int(off), tuple(p.shape), tuple(st), bool(flat)), site))._port
+    new.nrefs += 1
+    rebind(base, new, (arr,), site)
+    new.nrefs -= 1
+
+
+def _region(old, off, shape, st):
+    flat = old.reshape(-1)
+    it = flat.itemsize
+    if not flat.size:
+        return np.empty(shape, old.dtype)
+    return np.lib.stride_tricks.as_strided(flat[off:], shape, [s * it for s in st])
+
+
+def run_gather(p, a, *arrays):
+    return np.asarray(a)[rebuild_key(p.params[0], arrays)]
+
+
+def run_scatter(p, old, value, *arrays):
+    spec, off, shape, st, flat = p.params
+    out = np.array(old, copy=True, order="C")
+    target = _region(out, off, shape, st)
+    if flat:
+        target = target.reshape(-1)          # a copy for a non-contiguous view: write back
+        target[rebuild_key(spec, arrays)] = value
+        _region(out, off, shape, st)[...] = target.reshape(shape)
+    else:
+        target[rebuild_key(spec, arrays)] = value
+    return out
+
+
+def _install():
+    from ..proggen.intrinsics import INTRINSICS
+    INTRINSICS["gather"] = run_gather
+    INTRINSICS["scatter"] = run_scatter
+
+
+_install()

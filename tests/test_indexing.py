@@ -1,0 +1,252 @@
+"""Slice assignment, in-place operators, shape operations and array indexing against NumPy:
+the same code runs with ``xp = numpy`` and ``xp = streamrt`` (reference and cpu executors)."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from helpers import assert_same
+
+import streamrt as ps
+
+def _opencl_ok():
+    try:
+        return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
+    except Exception:  # noqa: BLE001 - no OpenCL runtime
+        return False
+
+
+# on OpenCL, region writes, gathers and scatters are host round trips (intrinsics)
+BACKENDS = ["cpu", "reference", pytest.param("opencl", marks=pytest.mark.skipif(
+    not _opencl_ok(), reason="no OpenCL device"))]
+
+
+def _line():
+    return inspect.currentframe().f_back.f_lineno
+
+
+def _data():
+    rng = np.random.default_rng(5)
+    return {"f": rng.uniform(-2, 2, (5, 6)), "i": rng.integers(-9, 10, (5, 6)),
+            "b": rng.random((5, 6)) < 0.5, "g": rng.uniform(-1, 1, (5, 6)).astype(np.float32),
+            "k": rng.integers(-9, 10, (5, 6)).astype(np.int32)}
+
+
+def _run(scenario, backend):
+    """(streamrt results as NumPy arrays, NumPy results) of ``scenario(xp, inputs)``."""
+    d = _data()
+    expect = scenario(np, {k: v.copy() for k, v in d.items()})
+    with ps.config.override(backend=backend):
+        got = scenario(ps, {k: ps.asarray(v) for k, v in d.items()})
+        got = [np.asarray(g) if not isinstance(g, (tuple, list)) else tuple(np.asarray(x) for x in g)
+               for g in got]
+    return got, expect
+
+
+def _compare(got, expect):
+    assert len(got) == len(expect)
+    for n, (g, e) in enumerate(zip(got, expect)):
+        if isinstance(e, tuple):
+            for gg, ee in zip(g, e):
+                assert_same(gg, np.asarray(ee), what=f"result {n}")
+        else:
+            assert_same(g, np.asarray(e), what=f"result {n}", ulps=2)
+
+
+# ---- assignment ---------------------------------------------------------------------------------
+def _assignment(xp, d):
+    f, i, b, g, k = d["f"], d["i"], d["b"], d["g"], d["k"]
+    out = []
+    # in-place operators on arrays and views, NumPy's casting
+    f += 1.5
+    f[1:-1] *= 2
+    v = f[::2, 1:]                       # a view: its writes are seen through f and back
+    v -= f[1::2, 1:][:1]                 # broadcast value (1, 5) into (3, 5)
+    i += 3
+    i //= 2
+    i[:, -1] = -7
+    k *= 2                               # int32 *= python int stays int32
+    k -= i[:, ::-1].astype(xp.int32)
+    g += 1                               # float32 stays float32
+    g /= f.astype(xp.float32)
+    b |= f > 1
+    b[0] = True
+    out += [f, v, i, k, g, b]
+    # overlapping reads and writes: the right side is evaluated fully first
+    u = d["f"] * 1.0
+    u[1:-1] = 0.5 * (u[:-2] + u[2:])
+    u[:, 1:] = u[:, :-1]
+    u[::-1] = u                          # reversed self-assignment
+    out.append(u)
+    # aliases: a view of a view, a transpose, newaxis, negative steps, int from float
+    w = xp.zeros((4, 5))
+    t = w.T
+    r = w[1]
+    t[2] = 9.0
+    r[::-2] = xp.arange(3)
+    w[-1, None, ::2] = 4.5
+    c = i.copy()
+    c[0, 0] = 7.9                        # float into int truncates (NumPy's setitem cast)
+    out += [w, t, r, c]
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_assignment_and_inplace_operators_match_numpy(backend):
+    _compare(*_run(_assignment, backend))
+
+
+def _heat(xp, n=24, steps=6):
+    u = xp.zeros((n, n))
+    u[0, :] = 1.0
+    u[:, 0] = 0.5
+    for _ in range(steps):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return u
+
+
+def test_jacobi_heat_stencil_2d(stats):
+    expect = _heat(np)
+    got = _heat(ps)
+    assert_same(got, expect, ulps=2)
+    st = stats()
+    # each step is one fused kernel writing straight into the new buffer, no intrinsics
+    assert st["intrinsics_launched"] == 0
+    assert st["kernels_launched"] == 6 + 2       # 6 steps and the two edge writes
+
+
+def test_region_writes_reuse_the_buffer_when_nothing_reads_the_old_value(stats):
+    x = ps.asarray(np.arange(1000.0))
+    ps.sync()
+    ps.reset_stats()
+    c = x * 2                 # computed in this flush, held only by c
+    c[1:4] *= 3               # reads exactly what it writes: in place
+    c[10:20] = 5.0            # nothing else reads c: in place
+    xn = np.arange(1000.0) * 2
+    xn[1:4] *= 3
+    xn[10:20] = 5.0
+    assert_same(c, xn)
+    st = stats()
+    assert st["buffers_allocated"] == 1 and st["kernels_launched"] == 3
+    ps.reset_stats()
+    u = x * 1.0
+    keep = u                  # another holder of the same array sees the write too
+    u[1:-1] = 0.5 * (u[:-2] + u[2:])     # reads neighbours: written into a copy
+    un = np.arange(1000.0)
+    un[1:-1] = 0.5 * (un[:-2] + un[2:])
+    assert_same(keep, un)
+    assert stats()["buffers_allocated"] == 2
+
+
+def test_old_values_stay_readable_by_earlier_ops(stats):
+    a = ps.asarray(np.arange(6.0))
+    s = a * 10                # recorded before the write: reads the old value
+    snap = a.copy()
+    a[2:4] = -1
+    assert_same(s, np.arange(6.0) * 10)
+    assert_same(snap, np.arange(6.0))
+    assert_same(a, np.array([0, 1, -1, -1, 4, 5.0]))
+
+
+def test_assignment_errors_name_the_line():
+    x = ps.asarray(np.arange(6))
+    f = ps.asarray(np.ones((2, 3)))
+    with pytest.raises(TypeError) as ei:
+        line = _line() + 1
+        x += 1.5
+    assert f"{__file__}:{line}:" in str(ei.value) and "same_kind" in str(ei.value)
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        x += ps.ones((2, 6), dtype=np.int64)
+    assert f"{__file__}:{line}:" in str(ei.value) and "non-broadcastable" in str(ei.value)
+    with pytest.raises(IndexError) as ei:
+        line = _line() + 1
+        x[6] = 1
+    assert f"{__file__}:{line}:" in str(ei.value) and "out of bounds" in str(ei.value)
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        f[0] = ps.ones(4)
+    assert f"{__file__}:{line}:" in str(ei.value) and "broadcast" in str(ei.value)
+    with pytest.raises(OverflowError):
+        ps.asarray(np.arange(3, dtype=np.int32))[0] = 2 ** 40
+    with pytest.raises(IndexError) as ei:
+        line = _line() + 1
+        x[np.array([0, 9])] = 1
+    assert f"{__file__}:{line}:" in str(ei.value)
+    with pytest.raises(IndexError):
+        x[x > 2, 0]
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        ps.broadcast_to(x, (2, 6))[0] = 1
+    assert f"{__file__}:{line}:" in str(ei.value) and "read-only" in str(ei.value)
+
+
+# ---- shape operations ---------------------------------------------------------------------------
+def _shapes(xp, d):
+    f, i, b = d["f"], d["i"], d["b"]
+    return [xp.flip(f), xp.flip(i, 1), xp.roll(f, 4), xp.roll(i, -2, axis=1),
+            xp.roll(f, (1, 2), axis=(0, 1)), xp.concatenate([f, i]),
+            xp.concatenate([i, b], axis=1), xp.stack([f, f], axis=2), xp.hstack([i, i]),
+            xp.vstack([f[0], i[1]]), xp.pad(f, 2), xp.pad(i, ((1, 0), (2, 3)), constant_values=4),
+            xp.pad(f, 1, mode="edge"), xp.pad(i, (2, 7), mode="wrap"), xp.repeat(i, 2),
+            xp.repeat(f, 3, axis=0), xp.repeat(i, [1, 0, 2, 1, 1, 3], axis=1), xp.tile(b, (2, 1)),
+            xp.tile(f, 2), xp.diagonal(f, 1), xp.diag(i), xp.diag(f[0], -2), xp.triu(f, 1),
+            xp.tril(i), xp.meshgrid(f[0], i[:, 0]), xp.meshgrid(f[0], i[:, 0], indexing="ij"),
+            xp.expand_dims(f, (0, 3)), xp.squeeze(f[None, :, None, :1]), f[:, xp.newaxis, 1],
+            xp.broadcast_to(i[0], (3, 6)), xp.moveaxis(f[None], 0, -1), xp.swapaxes(f, 0, 1),
+            xp.atleast_3d(i[0])]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shape_operations_match_numpy(backend):
+    got, expect = _run(_shapes, backend)
+    got = [tuple(g) if isinstance(e, (list, tuple)) else g for g, e in zip(got, expect)]
+    _compare(got, [tuple(e) if isinstance(e, list) else e for e in expect])
+
+
+def test_shape_errors_name_the_line():
+    f = ps.ones((2, 3))
+    with pytest.raises(ValueError) as ei:
+        line = _line() + 1
+        ps.concatenate([f, ps.ones((2, 4))])
+    assert f"{__file__}:{line}:" in str(ei.value) and "dimension 1" in str(ei.value)
+    with pytest.raises(np.exceptions.AxisError) as ei:
+        line = _line() + 1
+        ps.roll(f, 1, axis=2)
+    assert f"{__file__}:{line}:" in str(ei.value)
+    with pytest.raises(ValueError) as ei:
+        ps.stack([f, f.T])
+
+
+# ---- gathers and scatters -----------------------------------------------------------------------
+def _gathers(xp, d):
+    f, i, b = d["f"], d["i"], d["b"]
+    out = [f[[0, -1, 2]], i[[1, 3], 2:], f[:, [True, False, True, True, False, True]],
+           f[b], i[i > 2], f[[0, 1], [5, -6]], xp.take(i, [0, -1, 7]),
+           xp.take(f, [3, 0], axis=1), xp.take_along_axis(f, xp.argsort(f, axis=1), axis=1)
+           if xp is np else xp.take_along_axis(f, np.argsort(np.asarray(f), axis=1), axis=1),
+           xp.nonzero(b), xp.argwhere(i > 5), xp.flatnonzero(b[0]), xp.unique(i),
+           xp.unique(b, return_counts=True), xp.count_nonzero(i), xp.where(b[1])]
+    g = f.copy()
+    g[g < 0] = 0
+    g[[0, 1], [2, 3]] = xp.asarray([7.0, 8.0])
+    r = g[1:]                            # masked write through a view
+    r[r > 1] = -1
+    xp.put(i, [0, 5, -1], [9, 8])
+    j = i[:, ::2]
+    j[b[:, ::2]] = 100                   # boolean mask assignment through a strided view
+    out += [g, i]
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gathers_and_scatters_match_numpy(backend):
+    _compare(*_run(_gathers, backend))
+
+
+def test_index_arrays_are_evaluated_the_indexed_array_stays_lazy(stats):
+    x = ps.asarray(np.arange(10.0)) * 2.0
+    y = x[np.array([1, 3])]              # x is not computed by recording the gather
+    assert stats()["kernels_launched"] == 0
+    assert_same(y, np.array([2.0, 6.0]))
