@@ -102,3 +102,6 @@ __all__ = list(_creation_all) + list(_math_all) + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
     "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
     "nan"]
+
+# distributed arrays on Dask (issue 8): ps.distributed.connect / asarray / from_dask
+from . import distributed  # noqa: E402,F401

@@ -19,6 +19,10 @@ from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
 _flow = None
 _flow_lock = threading.Lock()
 
+# Set by streamrt.distributed once a cluster is attached: (entries, executor) -> executor; a
+# flush that reads an array held by Dask workers runs on the Dask executor.
+distributed_route = None
+
 
 def flow() -> Flow:
     global _flow
@@ -77,6 +81,8 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         if not entries:
             return None
         executor = registry.get()
+        if distributed_route is not None:
+            executor = distributed_route(entries, executor)
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
         prof = collector._active
         if prof is not None:
