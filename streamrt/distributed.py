@@ -33,7 +33,7 @@ def connect(client_or_address=None, **cluster_kwargs):
             _client = Client(client_or_address)
         elif client_or_address is None:
             kw = dict(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None)
+                      dashboard_address=":0")
             kw.update(cluster_kwargs)
             cluster = LocalCluster(**kw)
             _client = Client(cluster)
@@ -67,6 +67,8 @@ def close():
             c.close()
             cl.close()
         _client, _owned = None, None
+        from .scheduler import cscheduler
+        cscheduler.distributed_route = None
 
 
 def _install():
