@@ -135,6 +135,13 @@ def test_broadcasts_softmax_and_locals(x, data):
     np.testing.assert_allclose(np.asarray(sm), de / de.sum(axis=1, keepdims=True), rtol=1e-12)
     np.testing.assert_allclose(np.asarray((x - x.mean(axis=0)) * row + 2.0),
                                (data - data.mean(axis=0)) * row + 2.0, rtol=1e-12)
+    ps.reset_stats()
+    e = ps.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(e / e.sum(axis=1, keepdims=True)),
+                               de / de.sum(axis=1, keepdims=True), rtol=1e-12)
+    # three chunk-aligned kernels (max, exp+sum, divide) run as one task per chunk
+    assert ps.runtime_stats()["dask_kernel_steps"] == 3 * K
+    assert ps.runtime_stats()["dask_tasks"] == K
     loc = ps.asarray(data[:, :1] * 3)                      # a local (N, 1) array
     np.testing.assert_allclose(np.asarray(x + loc), data + data[:, :1] * 3)
 

@@ -43,6 +43,9 @@ class DistValue:
     # ---- reads --------------------------------------------------------------------------
     def _gather(self, idxs):
         from ..frontend.errors import ExecutionError
+        if not self.refs:
+            raise RuntimeError(f"internal error: {self!r} was released on the cluster before "
+                               "it was read")
         refs = [self.refs[i] for i in idxs]
         try:
             vals = _client_of(refs).gather([f for f, _ in refs])
@@ -125,14 +128,20 @@ def _assemble(pieces):
     return np.ascontiguousarray(a)
 
 
-def run_chunk(source, fn, table, bases, load_base, stores, scalars, reds, partials, K, shifts):
-    """Worker: run one fused kernel on one chunk. ``bases``: row pieces of each local base
-    buffer; ``load_base``: the base of each kernel load; ``stores``/``reds``: (shape, dtype)
-    of the outputs. Returns the outputs (stores, then reductions; one array or a tuple)."""
+class Local:
+    """A piece produced earlier in the same group task (output ``i`` of its step list)."""
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __reduce__(self):
+        return (Local, (self.i,))
+
+
+def _kernel_outputs(k, table, bufs, stores, scalars, reds, partials, K, shifts):
     from ..caches import program_cache
-    k = program_cache.numba_kernels(source, fn)
-    bufs = [_assemble(b).reshape(-1) for b in bases]
-    args = [table] + [bufs[i] for i in load_base]
+    args = [table] + bufs
     outs = [np.empty(s, d) for s, d in stores]
     args += [o.reshape(-1) for o in outs]
     args += list(scalars)
@@ -144,7 +153,28 @@ def run_chunk(source, fn, table, bases, load_base, stores, scalars, reds, partia
     program_cache.call(k, True, args)      # serial: Dask's parallelism is across chunks
     for j, shift in shifts:
         routs[j] += shift
-    res = outs + routs
+    return outs + routs
+
+
+def run_group(steps, keep):
+    """Worker: run the fused kernels of one chunk, in order (one task per chunk for a run of
+    chunk-aligned kernels). Each step: (source, fn, table, bases, load_base, stores, scalars,
+    reds, partials, K, shifts); ``bases`` are row pieces of each local buffer, a ``Local``
+    piece being an output of an earlier step. Returns the outputs listed in ``keep`` (one
+    array or a tuple)."""
+    from ..caches import program_cache
+    got = []
+    for source, fn, table, bases, load_base, stores, scalars, reds, partials, K, shifts \
+            in steps:
+        k = program_cache.numba_kernels(source, fn)
+        bufs = []
+        for pieces in bases:
+            pieces = [(got[v.i], None, lo, hi) if isinstance(v, Local) else (v, it, lo, hi)
+                      for v, it, lo, hi in pieces]
+            bufs.append(_assemble(pieces).reshape(-1))
+        got.extend(_kernel_outputs(k, table, [bufs[i] for i in load_base], stores, scalars,
+                                   reds, partials, K, shifts))
+    res = [got[i] for i in keep]
     return res[0] if len(res) == 1 else tuple(res)
 
 
@@ -283,7 +313,7 @@ def _local_shape(shape, S, n):
     return tuple(shape)
 
 
-def plan_chunk(prog, r0, r1, partial):
+def plan_chunk(prog, r0, r1, partial, rows=None):
     """The kernel of ``prog`` restricted to space rows [r0, r1): (local kernel, pieces of each
     local base, base of each load, argmax index shifts). Loads of one base share one local
     buffer (the union of the rows they read: a stencil's shifted slices share their halo)."""
@@ -316,7 +346,7 @@ def plan_chunk(prog, r0, r1, partial):
         shape = tuple(B.shape) if rng is None else (b1 - b0,) + tuple(B.shape[1:])
         sb = Port("const", "const", B.dtype, shape)
         base_ix[sb.id] = len(bases)
-        bases.append(_rows(B, b0, b1, rng is None))
+        bases.append((rows or _rows)(B, b0, b1, rng is None))
         shadow[("base", bid)] = (sb, b0 * math.prod(B.shape[1:]) if rng is not None else 0)
     for a in k.loads:
         v = a.port
@@ -355,7 +385,7 @@ def plan_chunk(prog, r0, r1, partial):
     space = _local_shape(S, S, n)
     lk = build_kernel(ops, stored, space, k.axes)
     load_base = [base_ix[a.port.base_view()[0].id] for a in lk.loads]
-    return lk, bases, load_base, shifts, shadow
+    return lk, bases, load_base, shifts, shadow, need
 
 
 class DaskExecutor(Executor):
@@ -414,80 +444,84 @@ class DaskExecutor(Executor):
 
     # ---- programs --------------------------------------------------------------------------
     def launch(self, prog):
+        """Run one program on its own (the E-Scheduler path; ``run_sequence`` is the usual
+        one)."""
+        from ..scheduler import cscheduler, escheduler
+        g = _Group(self, escheduler.get(cscheduler.flow()), {})
         if prog.kind == "kernel":
-            self._launch_kernel(prog)
+            g.add(prog)
+            g.flush(settle=False)
         else:
             self._launch_whole(prog)
-        stats.add("kernels_launched" if prog.kind == "kernel" else "intrinsics_launched")
 
-    def _launch_kernel(self, prog):
-        k = prog.kernel
-        bounds = space_bounds(k)
-        chunks = list(zip(bounds[:-1], bounds[1:])) if bounds and len(bounds) > 2 else [None]
-        partial = len(chunks) > 1 and 0 in k.axes
-        sites = prog.sites()
-        nst = len(k.stores)
-        futs, slots = [], None
-        for c in chunks:
-            if c is None:
-                lk, shifts = k, []
-                source, fn, table, partials = prog.source, prog.fn, prog.table, prog.partials
-                bases, load_base, bix = [], [], {}
-                for a in k.loads:
-                    B = a.port.base_view()[0]
-                    if B.id not in bix:
-                        bix[B.id] = len(bases)
-                        bases.append(_rows(B, 0, 0, True))
-                    load_base.append(bix[B.id])
-            else:
-                from ..proggen import render_numba
-                lk, bases, load_base, shifts, shadow = plan_chunk(prog, c[0], c[1], partial)
-                source, fn, table, partials = render_numba.render(lk)
-                shifts = [(lk.reductions.index(shadow[p.id]), s) for p, s in shifts]
-            stores = [(a.port.shape, a.port.dtype) for a in lk.stores]
-            reds = [(r.shape, r.dtype) for r in lk.reductions]
-            scal = [scalar_value(s) for s in lk.scalars]
-            K = math.prod(lk.kept) if lk.kept else 1
-            futs.append(self._submit(run_chunk, source, fn, table, bases, load_base, stores,
-                                     scal, reds, partials, K, shifts))
-            if slots is None:
-                slots = nst + len(reds)
-        single = slots == 1
-        sb = bounds if len(chunks) > 1 else (None if not k.space else [0, k.space[0]])
-        for j, a in enumerate(k.stores):
-            a.port.value = DistValue(a.port.shape, a.port.dtype, sb,
-                                     [(f, None if single else j) for f in futs], sites)
-        if not k.reductions:
-            return
-        if not partial:
-            for j, r in enumerate(k.reductions):
-                rb = None if not r.shape else (sb if (sb is not None and len(chunks) > 1)
-                                               else [0, r.shape[0]])
-                r.value = DistValue(r.shape, r.dtype, rb,
-                                    [(f, None if single else nst + j) for f in futs], sites)
-            return
-        # partials over the chunked axis: a combine tree (fan-in STREAMRT_DASK_FANIN)
-        specs = []
-        for r in k.reductions:
-            axes, _, _ = r.params
-            count = math.prod(k.space[d] for d in axes)
-            specs.append((r.op, 2 if r.op in ("argmax", "argmin") else 1, r.dtype, count))
-        nslots = sum(s[1] for s in specs)
-        pos = list(range(nst, nst + nslots))
+    def run_sequence(self, seq):
+        """Called by the C-Scheduler in place of the E-Scheduler: launches the whole sequence
+        now, on the application thread (submitting tasks is asynchronous; nothing waits for
+        the cluster). Consecutive kernels whose chunks line up row for row are grouped into
+        one task per chunk; a kernel that reads a neighbour's rows, is chunked differently
+        or reads a combined reduction starts a new group."""
+        from ..scheduler import cscheduler, escheduler
+        from ..scheduler.workqueue import FAILED, SUBMITTED
+        stats.add("sequences_submitted")
+        stats.add("dask_sequences")
+        es = escheduler.get(cscheduler.flow())
+        readers = {}
+        for i, prog in enumerate(seq.programs):
+            for d in prog.deps():
+                readers.setdefault(d.id, set()).add(i)
+        g = _Group(self, es, readers)
+        for i, prog in enumerate(seq.programs):
+            prog.executor = self
+            prog.seq = seq
+            g.index = i
+            err = None
+            try:
+                deps = prog.deps()
+                if any(d.id in g.out for d in deps) and not (
+                        prog.kind == "kernel" and g.joinable(prog)):
+                    g.flush()
+                for d in deps:
+                    if d.id in g.out:
+                        continue
+                    if d.state == SUBMITTED:
+                        es.wait(d)
+                    if d.state == FAILED:
+                        err = d.error
+                        break
+                if err is None:
+                    if prog.kind == "kernel":
+                        if not g.joinable(prog):
+                            g.flush()
+                        g.add(prog)
+                        if g.closed:
+                            g.flush()
+                    else:
+                        g.flush()
+                        self._launch_whole(prog)
+                        stats.add("intrinsics_launched")
+                        es._settle(prog, None)
+            except Exception as e:  # noqa: BLE001 - delivered at the read
+                err = e
+                g.drop(prog)
+            if err is not None:
+                es._settle(prog, err)
+        g.index = len(seq.programs)
+        try:
+            g.flush()
+        except Exception as e:  # noqa: BLE001
+            for prog in g.progs:
+                es._settle(prog, e)
+        seq.programs = []
+
+    def _combine_tree(self, futs, specs, pos, nslots):
+        """Partials of consecutive chunks combined by a tree of fan-in STREAMRT_DASK_FANIN."""
         level = futs
         F = max(2, settings.dask_fanin)
-        while True:
-            final = len(level) <= F
-            if final:
-                root = self._submit(combine, specs, pos, True, *level, kind="c")
-                break
+        while len(level) > F:
             level = [self._submit(combine, specs, pos, False, *level[i:i + F], kind="c")
                      for i in range(0, len(level), F)]
             pos = list(range(nslots))
-        one = len(k.reductions) == 1
-        for j, r in enumerate(k.reductions):
-            rb = None if not r.shape else [0, r.shape[0]]
-            r.value = DistValue(r.shape, r.dtype, rb, [(root, None if one else j)], sites)
+        return self._submit(combine, specs, pos, True, *level, kind="c")
 
     def _launch_whole(self, prog):
         """A non-fusible op: one task over whole inputs (counted as dask_whole_tasks); its
@@ -506,6 +540,166 @@ class DaskExecutor(Executor):
             f = self._submit(run_whole, spec, args, kind="w")
             p.value = DistValue(p.shape, p.dtype, None if not p.shape else [0, p.shape[0]],
                                 [(f, None)], prog.sites())
+
+
+class _Group:
+    """Kernels of one sequence that run chunk by chunk in the same tasks."""
+
+    def __init__(self, ex, es, readers):
+        self.ex, self.es, self.readers = ex, es, readers
+        self.index = 0
+        self._reset()
+
+    def _reset(self):
+        self.progs, self.bounds, self.chunks = [], None, None
+        self.steps = None           # per chunk: list of step tuples
+        self.out = {}               # port id -> output index in the step list (chunk-local)
+        self.ports = []             # (port, output index) of every output, in order
+        self.nout = 0
+        self.partial = None         # (program, first partial slot) of a closing reduction
+        self.closed = False
+        self.plans = {}
+
+    def _plan(self, prog):
+        """Per-chunk plans of ``prog`` (cached), with pieces produced in this group local."""
+        got = self.plans.get(prog)
+        if got is not None:
+            return got
+        from ..proggen import render_numba
+        k = prog.kernel
+        bounds = space_bounds(k)
+        chunks = list(zip(bounds[:-1], bounds[1:])) if bounds and len(bounds) > 2 else [None]
+        partial = len(chunks) > 1 and 0 in k.axes
+
+        def rows(B, b0, b1, whole):
+            j = self.out.get(B.id)
+            if j is not None:
+                return [(Local(j), None, None, None)]
+            return _rows(B, b0, b1, whole)
+        plans = []
+        for c in chunks:
+            if c is None:
+                lk, shifts = k, []
+                source, fn, table, partials = prog.source, prog.fn, prog.table, prog.partials
+                bases, load_base, bix = [], [], {}
+                for a in k.loads:
+                    B = a.port.base_view()[0]
+                    if B.id not in bix:
+                        bix[B.id] = len(bases)
+                        bases.append(rows(B, 0, 0, True))
+                    load_base.append(bix[B.id])
+                need = {}
+            else:
+                lk, bases, load_base, shifts, shadow, need = plan_chunk(prog, c[0], c[1],
+                                                                        partial, rows)
+                source, fn, table, partials = render_numba.render(lk)
+                shifts = [(lk.reductions.index(shadow[p.id]), s) for p, s in shifts]
+            step = (source, fn, table, bases, load_base,
+                    [(a.port.shape, a.port.dtype) for a in lk.stores],
+                    [scalar_value(s) for s in lk.scalars],
+                    [(r.shape, r.dtype) for r in lk.reductions], partials,
+                    math.prod(lk.kept) if lk.kept else 1, shifts)
+            plans.append((c, step, need, len(lk.stores), len(lk.reductions)))
+        got = (bounds, chunks, partial, plans)
+        self.plans = {prog: got}
+        return got
+
+    def joinable(self, prog):
+        if not self.progs:
+            return True
+        if self.closed:
+            return False
+        bounds, chunks, partial, plans = self._plan(prog)
+        if chunks != self.chunks:
+            return False
+        if chunks == [None]:
+            return True
+        for c, _, need, _, _ in plans:
+            for bid, (B, rng) in need.items():
+                if bid in self.out and rng != c:
+                    return False
+        return True
+
+    def add(self, prog):
+        bounds, chunks, partial, plans = self._plan(prog)
+        if not self.progs:
+            self.bounds, self.chunks = bounds, chunks
+            self.steps = [[] for _ in chunks]
+        k = prog.kernel
+        first = self.nout
+        for ci, (c, step, _, nst, nred) in enumerate(plans):
+            self.steps[ci].append(step)
+        nst, nred = plans[0][3], plans[0][4]
+        sites = prog.sites()
+        sb = bounds if len(chunks) > 1 else (None if not k.space else [0, k.space[0]])
+        for j, a in enumerate(k.stores):
+            a.port.value = DistValue(a.port.shape, a.port.dtype, sb, None, sites)
+            self.out[a.port.id] = first + j
+            self.ports.append((a.port, first + j))
+        if partial:
+            self.partial = (prog, first + nst)
+            self.closed = True
+            for r in k.reductions:
+                r.value = DistValue(r.shape, r.dtype, None if not r.shape else [0, r.shape[0]],
+                                    None, sites)
+        else:
+            for j, r in enumerate(k.reductions):
+                rb = None if not r.shape else (sb if len(chunks) > 1 else [0, r.shape[0]])
+                r.value = DistValue(r.shape, r.dtype, rb, None, sites)
+                self.out[r.id] = first + nst + j
+                self.ports.append((r, first + nst + j))
+        self.nout = first + nst + nred
+        self.progs.append(prog)
+        self.plans = {}
+        stats.add("dask_kernel_steps", len(chunks))
+
+    def drop(self, prog):
+        if prog in self.progs:
+            self._reset()
+
+    def flush(self, settle=True):
+        if not self.progs:
+            return
+        keep = []
+        for p, j in self.ports:
+            rd = self.readers.get(p.id, ())
+            if p.nrefs > 0 or any(i >= self.index for i in rd) or not self.readers:
+                keep.append(j)
+        nslots = 0
+        if self.partial is not None:
+            pprog, first = self.partial
+            nslots = sum(2 if r.op in ("argmax", "argmin") else 1
+                         for r in pprog.kernel.reductions)
+            keep.extend(range(first, first + nslots))
+        keep = sorted(set(keep))
+        at = {j: q for q, j in enumerate(keep)}
+        single = len(keep) == 1
+        futs = [self.ex._submit(run_group, steps, keep) for steps in self.steps]
+        for p, j in self.ports:
+            v = p.value
+            if j in at:
+                v.refs = [(f, None if single else at[j]) for f in futs]
+            else:
+                v.refs = []          # released and read only inside the group: never kept
+        if self.partial is not None:
+            pprog, first = self.partial
+            k = pprog.kernel
+            specs = []
+            for r in k.reductions:
+                axes, _, _ = r.params
+                count = math.prod(k.space[d] for d in axes)
+                specs.append((r.op, 2 if r.op in ("argmax", "argmin") else 1, r.dtype, count))
+            pos = [at[j] for j in range(first, first + nslots)]
+            root = self.ex._combine_tree(futs, specs, pos, nslots)
+            one = len(k.reductions) == 1
+            for j, r in enumerate(k.reductions):
+                r.value.refs = [(root, None if one else j)]
+        progs = self.progs
+        self._reset()
+        for prog in progs:
+            stats.add("kernels_launched")
+            if settle:
+                self.es._settle(prog, None)
 
 
 _instance = None

@@ -138,6 +138,10 @@ def _elements(seq):
 def dispatch(seq, executor, inline=False):
     """Hand a program sequence to the E-Scheduler -- or, when the pipeline is idle and the
     sequence is small (or about to be waited for), run it on this thread."""
+    run = getattr(executor, "run_sequence", None)
+    if run is not None:                 # the Dask executor launches whole sequences itself
+        run(seq)
+        return
     f = flow()
     es = es_mod.get(f)
     if inline and settings.inline_elements and _elements(seq) <= settings.inline_elements \
