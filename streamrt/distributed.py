@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import warnings
 
 import numpy as np
 
@@ -160,8 +161,11 @@ def asarray(x, chunks, dtype=None):
     bounds = parse_chunks(chunks, a.shape, site)
     client = get_client()
     n = next(_ids)
-    futs = [client.submit(_identity, a[b0:b1], key=f"streamrt-input-{n}-{i}", pure=False)
-            for i, (b0, b1) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    with warnings.catch_warnings():
+        # the data is in the graph on purpose (recomputable after a lost worker)
+        warnings.filterwarnings("ignore", message=".*large graph.*")
+        futs = [client.submit(_identity, a[b0:b1], key=f"streamrt-input-{n}-{i}", pure=False)
+                for i, (b0, b1) in enumerate(zip(bounds[:-1], bounds[1:]))]
     stats.add("dask_input_chunks", len(futs))
     return _wrap(DistValue(a.shape, dt, bounds, [(f, None) for f in futs], (site,)), site)
 

@@ -152,12 +152,16 @@ def test_from_dask_matmul_setitem(client, data, stats):
     z = ps.distributed.from_dask(darr)
     assert ps.distributed.chunks(z) == [0, 20, 40, 60, 64]
     w = data[:5].T
-    np.testing.assert_allclose(np.asarray(z @ w), data @ w, rtol=1e-12)
+    zw = z @ w                         # row chunks of z times a local matrix: per chunk
+    np.testing.assert_allclose(np.asarray(zw), data @ w, rtol=1e-12)
+    assert ps.distributed.chunks(zw) == [0, 20, 40, 60, 64]
+    np.testing.assert_allclose(np.asarray(z[1:] @ w[:, 0]), data[1:] @ w[:, 0], rtol=1e-12)
     z[3:5] = 0.0
     d2 = data.copy()
     d2[3:5] = 0.0
     np.testing.assert_allclose(np.asarray(z * 2), d2 * 2)
-    assert stats()["dask_whole_tasks"] == 2 and stats()["dask_rechunks"] >= 2
+    assert stats()["dask_rowwise_tasks"] == 4 + 4 and stats()["dask_whole_tasks"] == 1
+    assert stats()["dask_rechunks"] == 2          # axis 1 made whole; the slice update
     back = ps.distributed.to_dask(ps.sqrt(abs(z)))
     np.testing.assert_allclose(back.compute(), np.sqrt(abs(d2)))
 

@@ -411,7 +411,7 @@ class DaskExecutor(Executor):
         f = self._client().submit(fn, *args, key=key, pure=False)
         self.submitted.append(key)
         stats.add("dask_tasks")
-        stats.add(f"dask_{ {'k': 'kernel', 'c': 'combine', 'w': 'whole'}[kind]}_tasks")
+        stats.add(f"dask_{ {'k': 'kernel', 'c': 'combine', 'w': 'whole', 'r': 'rowwise'}[kind]}_tasks")
         return f
 
     # ---- flow control ---------------------------------------------------------------------
@@ -523,11 +523,49 @@ class DaskExecutor(Executor):
             pos = list(range(nslots))
         return self._submit(combine, specs, pos, True, *level, kind="c")
 
+    def _launch_rowwise(self, p):
+        """``A @ B`` with the rows of a 2-D ``A`` chunked: one task per chunk of A's rows
+        (B whole in each), the result chunked like A. True if it applied."""
+        import types
+        if p.op != "matmul" or len(p.inputs) != 2:
+            return False
+        A, Bm = p.inputs
+        if len(A.shape) != 2 or len(Bm.shape) not in (1, 2) or A.kind == "scalar" \
+                or Bm.kind == "scalar":
+            return False
+        fake = types.SimpleNamespace(space=tuple(A.shape),
+                                     loads=[types.SimpleNamespace(port=A)])
+        bounds = space_bounds(fake)
+        if bounds is None or len(bounds) <= 2:
+            return False
+        BA, off, st = A.base_view()
+        if not BA.shape or st[0] == 0 or math.prod(BA.shape[1:]) == 0:
+            return False
+        R = math.prod(BA.shape[1:])
+        BB, offb, stb = Bm.base_view()
+        bargs = ("array", _rows(BB, 0, 0, True), offb, Bm.shape, stb, Bm.kind == "view")
+        futs = []
+        for r0, r1 in zip(bounds[:-1], bounds[1:]):
+            n = r1 - r0
+            lo, hi = _extent(off + r0 * st[0], (n, A.shape[1]), st)
+            b0, b1 = lo // R, hi // R + 1
+            aargs = ("array", _rows(BA, b0, b1, False), off + r0 * st[0] - b0 * R,
+                     (n, A.shape[1]), st, True)
+            spec = _Spec(p, [0, 1])
+            spec.shape = (n,) + tuple(p.shape[1:])
+            futs.append(self._submit(run_whole, spec, [aargs, bargs], kind="r"))
+        p.value = DistValue(p.shape, p.dtype, bounds, [(f, None) for f in futs],
+                            [p.site] if p.site is not None else [])
+        return True
+
     def _launch_whole(self, prog):
-        """A non-fusible op: one task over whole inputs (counted as dask_whole_tasks); its
-        result is one chunk."""
-        stats.add("dask_rechunks")
+        """A non-fusible op: ``A @ B`` over A's row chunks (``_launch_rowwise``), anything else
+        one task over whole inputs (counted as dask_whole_tasks and dask_rechunks); its result
+        is then one chunk."""
         for p in prog.ops:
+            if self._launch_rowwise(p):
+                continue
+            stats.add("dask_rechunks")
             args, ins = [], []
             for i in p.inputs:
                 ins.append(len(args))
