@@ -425,6 +425,12 @@ class DaskExecutor(Executor):
                 self._drain(self._window.popleft())
             self._window.append([weakref.ref(p) for p in ports])
 
+    def wait_all(self):
+        """Block until every sequence submitted to the cluster has been computed there."""
+        with self._adm:
+            while self._window:
+                self._drain(self._window.popleft())
+
     def _drain(self, refs):
         from ..scheduler import cscheduler, escheduler
         es = escheduler.get(cscheduler.flow())

@@ -188,3 +188,6 @@ def sync():
     f = flow()
     with f.cond:
         f.cond.wait_for(lambda: f.inflight == 0)
+    if distributed_route is not None:       # and what runs on a Dask cluster
+        from ..executors import dask as dask_executor
+        dask_executor.get().wait_all()
