@@ -139,3 +139,6 @@ from . import array_api  # noqa: E402,F401
 def __array_namespace__(*, api_version=None):
     """The Array API standard namespace (``streamrt.array_api``)."""
     return Array.__array_namespace__(None, api_version=api_version)
+
+# distributed arrays on Dask (issue 8): ps.distributed.connect / asarray / from_dask
+from . import distributed  # noqa: E402,F401

@@ -75,6 +75,12 @@ FLAGS = {
                        "scan is an intrinsic after a producer kernel)", in_key=True),
 }
 
+# distributed execution on Dask (streamrt/distributed.py, executors/dask.py)
+FLAGS["dask_inflight"] = Flag("STREAMRT_DASK_INFLIGHT", 4, int,
+                              "Program sequences computing on the Dask cluster at once")
+FLAGS["dask_fanin"] = Flag("STREAMRT_DASK_FANIN", 8, int,
+                           "Fan-in of the combine tree of a reduction over chunks")
+
 
 class Settings(threading.local):
     """Current values. Read from the environment once; override with ``ps.config.set`` (all

@@ -14,6 +14,9 @@ def _dt(dtype, default=None):
 
 def asarray(obj, dtype=None, copy=None, **kw):
     """A streamrt array from an array-like (copied; later changes to ``obj`` do not leak in)."""
+    if kw.get("chunks") is not None:          # partitioned on a Dask cluster
+        from ..distributed import asarray as dist_asarray
+        return dist_asarray(obj, kw["chunks"], dtype)
     site = callsite()
     if isinstance(obj, Array):
         if dtype is None or np.dtype(dtype) == obj.dtype:

@@ -19,6 +19,10 @@ from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
 _flow = None
 _flow_lock = threading.Lock()
 
+# Set by streamrt.distributed once a cluster is attached: (entries, executor) -> executor; a
+# flush that reads an array held by Dask workers runs on the Dask executor.
+distributed_route = None
+
 
 def flow() -> Flow:
     global _flow
@@ -77,6 +81,10 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         if not entries:
             return None
         executor, placed = placement.choose(entries, kparts)
+        if distributed_route is not None:
+            routed = distributed_route(entries, executor)
+            if routed is not executor:           # reads arrays held by Dask workers
+                executor, placed = routed, None
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
         if placed is not None:
             placement.start(seq, placed, executor)
@@ -134,6 +142,10 @@ def _elements(seq):
 def dispatch(seq, executor, inline=False):
     """Hand a program sequence to the E-Scheduler -- or, when the pipeline is idle and the
     sequence is small (or about to be waited for), run it on this thread."""
+    run = getattr(executor, "run_sequence", None)
+    if run is not None:                 # the Dask executor launches whole sequences itself
+        run(seq)
+        return
     f = flow()
     es = es_mod.get(f)
     if inline and settings.inline_elements and _elements(seq) <= settings.inline_elements \
@@ -180,3 +192,6 @@ def sync():
     f = flow()
     with f.cond:
         f.cond.wait_for(lambda: f.inflight == 0)
+    if distributed_route is not None:       # and what runs on a Dask cluster
+        from ..executors import dask as dask_executor
+        dask_executor.get().wait_all()

@@ -77,6 +77,8 @@ class Port:
         """The computed value as an ndarray (views are built over the base's buffer)."""
         if self.kind == "view":
             base, off, st = self.base_view()
+            if hasattr(base.value, "host_view"):      # held by Dask workers: gather what is read
+                return base.value.host_view(off, self.shape, st)
             flat = _host(base.value).reshape(-1)
             it = flat.itemsize
             if self.size == 0:

@@ -1,0 +1,257 @@
+"""``ps.distributed``: arrays partitioned along axis 0 whose chunks live on Dask workers.
+``connect`` attaches a dask.distributed Client; ``asarray(x, chunks=...)``, ``from_dask`` and
+``from_npy_stack`` create arrays; the code written with them is recorded exactly as for local
+arrays, and every flush that reads one runs on the cluster (executors/dask.py)."""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import warnings
+
+import numpy as np
+
+from . import dtypes as D
+from . import stats
+
+# the counters of distributed execution, present (zero) in ps.runtime_stats() from the start
+stats.KEYS = stats.KEYS + tuple(k for k in (
+    "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",
+    "dask_combine_tasks", "dask_rowwise_tasks", "dask_whole_tasks", "dask_rechunks",
+    "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits")
+    if k not in stats.KEYS)
+
+_lock = threading.Lock()
+_client = None
+_owned = None          # (client, cluster) created by connect() itself
+_ids = itertools.count(1)
+
+
+def connect(client_or_address=None, **cluster_kwargs):
+    """Attach a Dask cluster: a ``distributed.Client``, a scheduler address
+    (``"tcp://host:8786"``), or None for a new ``LocalCluster`` of worker processes
+    (``n_workers=2, threads_per_worker=1`` unless given in ``cluster_kwargs``). Returns the
+    Client. Arrays created before a reconnect stay bound to the old client."""
+    global _client, _owned
+    from distributed import Client, LocalCluster
+    with _lock:
+        if isinstance(client_or_address, Client):
+            _client = client_or_address
+        elif isinstance(client_or_address, str):
+            _client = Client(client_or_address)
+        elif client_or_address is None:
+            kw = dict(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0")
+            kw.update(cluster_kwargs)
+            cluster = LocalCluster(**kw)
+            _client = Client(cluster)
+            _owned = (_client, cluster)
+        else:
+            raise TypeError("connect() takes a distributed.Client, a scheduler address or None, "
+                            f"got {type(client_or_address).__name__}")
+        _install()
+        return _client
+
+
+def get_client():
+    """The attached Client: the one given to ``connect``, else Dask's current default client,
+    else a new LocalCluster (``connect()``)."""
+    if _client is not None:
+        return _client
+    try:
+        from distributed import get_client as _dask_client
+        c = _dask_client()
+    except (ValueError, ImportError):
+        c = None
+    return connect(c)
+
+
+def close():
+    """Detach; a cluster ``connect()`` started itself is shut down."""
+    global _client, _owned
+    with _lock:
+        if _owned is not None:
+            c, cl = _owned
+            c.close()
+            cl.close()
+        _client, _owned = None, None
+        from .scheduler import cscheduler
+        cscheduler.distributed_route = None
+
+
+def _install():
+    from .executors import dask as dex
+    from .scheduler import cscheduler
+    cscheduler.distributed_route = dex.route
+
+
+def parse_chunks(chunks, shape, site=None):
+    """Row bounds along axis 0 from a ``chunks`` spec: an int (rows per chunk), a tuple of row
+    counts for axis 0, a per-axis tuple whose entries past axis 0 are whole (``-1``/``None``/
+    the axis size), or a dict ``{0: rows}``."""
+    from .frontend.errors import ArgumentError, record_error
+    if not shape:
+        raise record_error(ArgumentError, "a distributed array needs at least one dimension",
+                           site)
+    n0 = shape[0]
+    c = chunks
+    if isinstance(c, dict):
+        bad = [k for k, v in c.items() if k not in (0, -len(shape)) and v not in (-1, None)
+               and v != shape[k]]
+        if bad:
+            raise record_error(ArgumentError, f"chunks={chunks!r}: only axis 0 can be split "
+                               "into chunks (axes past 0 stay whole)", site)
+        c = c.get(0, c.get(-len(shape), n0))
+    if isinstance(c, (tuple, list)) and c and isinstance(c[0], (tuple, list)):
+        rest = c[1:]
+        for ax, r in enumerate(rest, 1):
+            ok = r in (-1, None) or r == shape[ax] or (isinstance(r, (tuple, list))
+                                                       and tuple(r) == (shape[ax],))
+            if not ok:
+                raise record_error(ArgumentError, f"chunks={chunks!r}: only axis 0 can be split "
+                                   "into chunks (axes past 0 stay whole)", site)
+        c = tuple(c[0])
+    elif isinstance(c, (tuple, list)) and len(c) == len(shape) and len(shape) > 1 \
+            and all(isinstance(x, (int, np.integer)) or x is None for x in c):
+        for ax in range(1, len(shape)):
+            if c[ax] not in (-1, None, shape[ax]):
+                raise record_error(ArgumentError, f"chunks={chunks!r}: only axis 0 can be "
+                                   "split into chunks (axes past 0 stay whole)", site)
+        c = c[0]
+    if c in (-1, None):
+        c = max(n0, 1)
+    if isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+        if c <= 0:
+            raise record_error(ArgumentError, f"chunks must be positive, got {chunks!r}", site)
+        b = list(range(0, n0, int(c))) + [n0]
+        return b if n0 else [0, 0]
+    if isinstance(c, (tuple, list)) and all(isinstance(x, (int, np.integer)) for x in c):
+        if sum(c) != n0 or any(x < 0 for x in c):
+            raise record_error(ArgumentError, f"chunks={chunks!r} do not add up to axis 0 of "
+                               f"shape {tuple(shape)}", site)
+        b = [0]
+        for x in c:
+            if x:
+                b.append(b[-1] + int(x))
+        return b if len(b) > 1 else [0, 0]
+    raise record_error(ArgumentError, f"cannot understand chunks={chunks!r} (an int, a tuple "
+                       "of row counts, or a per-axis tuple splitting axis 0 only)", site)
+
+
+def _identity(x):
+    return x
+
+
+def _wrap(value, site):
+    from .frontend.array import Array
+    from .scheduler.workqueue import Port
+    p = Port("const", "const", value.dtype, value.shape, value=value, site=site)
+    return Array._wrap(p)
+
+
+def asarray(x, chunks, dtype=None):
+    """A distributed copy of array-like ``x`` split along axis 0 by ``chunks``. Each chunk is
+    held by a Dask task that carries its data (so Dask can recompute a chunk a lost worker
+    held); the data travels through the scheduler once."""
+    from .executors.dask import DistValue
+    from .frontend.array import Array
+    from .frontend.errors import DTypeError, callsite, record_error
+    site = callsite()
+    if isinstance(x, Array):
+        x = x.numpy()
+    a = np.asarray(x)
+    try:
+        dt = D.canonical(dtype if dtype is not None else a.dtype)
+    except TypeError as e:
+        raise record_error(DTypeError, str(e), site) from None
+    a = np.array(a, dtype=dt, order="C", copy=True)
+    bounds = parse_chunks(chunks, a.shape, site)
+    client = get_client()
+    n = next(_ids)
+    with warnings.catch_warnings():
+        # the data is in the graph on purpose (recomputable after a lost worker)
+        warnings.filterwarnings("ignore", message=".*large graph.*")
+        futs = [client.submit(_identity, a[b0:b1], key=f"streamrt-input-{n}-{i}", pure=False)
+                for i, (b0, b1) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    stats.add("dask_input_chunks", len(futs))
+    return _wrap(DistValue(a.shape, dt, bounds, [(f, None) for f in futs], (site,)), site)
+
+
+def from_dask(darr):
+    """A streamrt array over a ``dask.array`` (rechunked so that only axis 0 is split). Its
+    chunks are computed on the cluster from ``darr``'s graph, which Dask keeps to recompute a
+    lost chunk."""
+    from .executors.dask import DistValue
+    from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
+    site = callsite()
+    if not hasattr(darr, "to_delayed") or not hasattr(darr, "chunks"):
+        raise record_error(ArgumentError, f"from_dask() takes a dask.array.Array, got "
+                           f"{type(darr).__name__}", site)
+    if darr.ndim == 0:
+        raise record_error(ArgumentError, "a distributed array needs at least one dimension",
+                           site)
+    if any(math.isnan(c) for cs in darr.chunks for c in cs):
+        raise record_error(ArgumentError, "from_dask(): chunk sizes are unknown (call "
+                           "compute_chunk_sizes() first)", site)
+    try:
+        dt = D.canonical(darr.dtype)
+    except TypeError as e:
+        raise record_error(DTypeError, str(e), site) from None
+    if darr.dtype != dt:
+        darr = darr.astype(dt)
+    if any(len(c) > 1 for c in darr.chunks[1:]):
+        darr = darr.rechunk({ax: -1 for ax in range(1, darr.ndim)})
+        stats.add("dask_rechunks")
+    bounds = [0]
+    for c in darr.chunks[0]:
+        bounds.append(bounds[-1] + int(c))
+    client = get_client()
+    parts = list(darr.to_delayed().ravel())
+    futs = client.compute(parts)
+    stats.add("dask_input_chunks", len(futs))
+    return _wrap(DistValue(tuple(int(s) for s in darr.shape), dt, bounds,
+                           [(f, None) for f in futs], (site,)), site)
+
+
+def from_npy_stack(dirname):
+    """``from_dask(dask.array.from_npy_stack(dirname))``: one chunk per ``.npy`` file."""
+    import dask.array as da
+    return from_dask(da.from_npy_stack(dirname))
+
+
+def to_dask(x):
+    """A ``dask.array`` over a streamrt array's chunks (a local array becomes one chunk)."""
+    import dask.array as da
+    from .executors.dask import DistValue
+    from .scheduler import cscheduler
+    p = x._port
+    cscheduler.ensure(p)
+    base, off, st = p.base_view()
+    v = base.value
+    if not isinstance(v, DistValue) or p.kind == "view":
+        return da.from_array(np.asarray(x.numpy()), chunks=-1)
+    blocks = []
+    for i, (f, it) in enumerate(v.refs):
+        rows = (v.bounds[i + 1] - v.bounds[i],) if v.bounds is not None else ()
+        g = f if it is None else get_client().submit(lambda t, j=it: t[j], f, pure=False)
+        blocks.append(da.from_delayed(g, rows + tuple(v.shape[1:]), dtype=v.dtype))
+    return da.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+
+
+def chunks(x):
+    """The row bounds along axis 0 of a distributed array (None for a local one)."""
+    from .executors.dask import DistValue
+    from .scheduler import cscheduler
+    cscheduler.ensure(x._port)
+    v = x._port.base_view()[0].value
+    return list(v.bounds) if isinstance(v, DistValue) and v.bounds is not None else None
+
+
+def is_distributed(x) -> bool:
+    """True if ``x``'s value lives (or will live) on the cluster."""
+    from .executors.dask import DistValue
+    return isinstance(getattr(x, "_port", None) and x._port.base_view()[0].value, DistValue)
+
+
+__all__ = ["connect", "get_client", "close", "asarray", "from_dask", "from_npy_stack",
+           "to_dask", "chunks", "is_distributed", "parse_chunks"]
