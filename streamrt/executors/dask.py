@@ -391,7 +391,10 @@ def plan_chunk(prog, r0, r1, partial, rows=None):
 class DaskExecutor(Executor):
     """Runs program sequences on the Dask cluster of ``streamrt.distributed``."""
     name = "dask"
-    caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
+    # region writes and scans stay intrinsics (whole-array tasks): per-chunk planning knows
+    # plain loads and stores only
+    caps = {"fuse": True, "renderer": "numba", "max_ops": 128, "fuse_updates": False,
+            "fuse_scans": False}
 
     def __init__(self):
         super().__init__()

@@ -52,12 +52,16 @@ def generate(entries, backend_caps):
     live, consumers, dead = analysis.backward(ports)
     ops = [p for p in live if p.kind != "view"]
     fuse = backend_caps.get("fuse", True) and settings.fusion
-    fuse_updates = backend_caps.get("renderer") == "numba"
+    # region writes fused into the kernel computing their value, and fused scans: Numba
+    # renderer only, unless the executor opts out (Dask re-plans kernels per chunk)
+    fuse_updates = backend_caps.get("renderer") == "numba" and backend_caps.get("fuse_updates",
+                                                                                True)
     groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128),
                                    fuse_updates=fuse_updates)
     stored = analysis.forward(live, consumers, gidx)
     scans = {}
-    if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans:
+    if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans \
+            and backend_caps.get("fuse_scans", True):
         from . import scan
         scans = scan.fuse_scans(groups, gidx, consumers, stored)
     inplace = analysis.inplace_updates(groups, gidx, consumers) if fuse_updates else set()
