@@ -109,6 +109,12 @@ class Workload:
         """Bytes read + written by an ideal single pass (for achieved bandwidth)."""
         return None
 
+    def reference(self, inputs) -> tuple:
+        """What every library's result is checked against (default: NumPy's result).
+        A workload whose libraries legitimately differ (their own random numbers) overrides
+        it with the exact answer and a tolerance that covers the sampling error."""
+        return to_numpy(self.formula(np, *inputs))
+
     # each setup takes the NumPy inputs and returns a zero-argument callable whose result
     # is fully computed and readable by NumPy when it returns (None: not implemented)
     def numpy(self, inputs):
@@ -122,6 +128,7 @@ class Workload:
 
     def jax(self, inputs):
         import jax
+        jax.config.update("jax_enable_x64", True)   # float64 workloads stay float64
         import jax.numpy as jnp
         f = jax.jit(lambda *a: self.formula(jnp, *a))
         dev = [jax.device_put(a) for a in inputs]
@@ -557,6 +564,285 @@ class SmallLoopMacro(SmallLoop):
         return run
 
 
+@register
+class Stencil(Workload):
+    name = "stencil"
+    doc = "2-D Jacobi / heat stencil, 20 steps of a slice assignment on a float32 grid"
+    sizes: ClassVar[dict] = {"full": (2048, 2048), "quick": (512, 512)}
+    rtol, floor = 1e-5, 1e-3
+    STEPS = 20
+
+    def inputs(self, rng):
+        u0 = rng.random(self.shape, np.float32)
+        u0[0, :] = 1.0                               # a hot edge
+        return (u0,)
+
+    @staticmethod
+    def formula(m, u0):
+        u = m.asarray(u0).copy()                     # the input is not modified
+        for _ in range(Stencil.STEPS):
+            u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        return (u,)
+
+    def bytes_moved(self):
+        return self.STEPS * 2 * 4 * int(np.prod(self.shape))     # each step: read + write u
+
+    def numexpr(self, inputs):
+        """Two buffers: each step evaluates the interior of one from the other (``out=``)."""
+        import numexpr as ne
+        (u0,) = inputs
+        q, steps = np.float32(0.25), self.STEPS
+
+        def run():
+            u, v = u0.copy(), u0.copy()              # same boundary in both
+            for _ in range(steps):
+                ne.evaluate("q * (n + s + w + e)", out=v[1:-1, 1:-1], local_dict=dict(
+                    q=q, n=u[:-2, 1:-1], s=u[2:, 1:-1], w=u[1:-1, :-2], e=u[1:-1, 2:]))
+                u, v = v, u
+            return (u,)
+        return run
+
+    def numba(self, inputs):
+        from numba import njit, prange
+        q = np.float32(0.25)
+
+        @njit(parallel=True, fastmath=False)
+        def jacobi(u0, steps):
+            rows, cols = u0.shape
+            u, v = u0.copy(), u0.copy()
+            for _ in range(steps):
+                for i in prange(1, rows - 1):
+                    for j in range(1, cols - 1):
+                        v[i, j] = q * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+                u, v = v, u
+            return u
+        return lambda: (jacobi(inputs[0], self.STEPS),)
+
+    def jax(self, inputs):
+        """JAX arrays are immutable: ``.at[1:-1, 1:-1].set`` in a ``fori_loop``."""
+        import jax
+        import jax.numpy as jnp
+
+        def step(_, u):
+            return u.at[1:-1, 1:-1].set(
+                0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]))
+        f = jax.jit(lambda u0: jax.lax.fori_loop(0, self.STEPS, step, u0))
+        u0 = jax.device_put(inputs[0])
+        return lambda: to_numpy((jax.block_until_ready(f(u0)),))
+
+
+@register
+class Wave(Workload):
+    name = "wave"
+    doc = "1-D wave equation, 32 leapfrog steps with periodic roll, float64"
+    sizes: ClassVar[dict] = {"full": (4_000_000,), "quick": (262_144,)}
+    rtol, floor = 1e-10, 1e-3
+    STEPS, C2 = 32, 0.25                 # C2 = (c dt / dx)^2 <= 1: stable
+
+    def inputs(self, rng):
+        n = self.shape[0]
+        x = np.arange(n) / n
+        u = np.exp(-(((x - 0.5) / 0.05) ** 2)) + 0.01 * rng.standard_normal(n)
+        return (u, np.roll(u, 1))        # u now, u one step earlier (a right-moving start)
+
+    @staticmethod
+    def formula(m, u, u_prev):
+        c2 = Wave.C2
+        for _ in range(Wave.STEPS):
+            u, u_prev = 2.0 * u - u_prev + c2 * (m.roll(u, 1) + m.roll(u, -1) - 2.0 * u), u
+        return (u,)
+
+    def bytes_moved(self):
+        return self.STEPS * 3 * 8 * self.shape[0]     # each step: read u, u_prev; write u_next
+
+    def numexpr(self, inputs):
+        """The interior with shifted slices (no roll copies) into a rotating buffer; the two
+        periodic end points in Python (same arithmetic, same order)."""
+        import numexpr as ne
+        c2, steps = self.C2, self.STEPS
+        expr = "2.0 * u - up + c2 * (l + r - 2.0 * u)"
+
+        def run():
+            u, up = inputs[0].copy(), inputs[1].copy()      # three rotating buffers
+            un = np.empty_like(u)
+            for _ in range(steps):
+                ne.evaluate(expr, out=un[1:-1], local_dict=dict(
+                    u=u[1:-1], up=up[1:-1], l=u[:-2], r=u[2:], c2=c2))
+                un[0] = 2.0 * u[0] - up[0] + c2 * (u[-1] + u[1] - 2.0 * u[0])
+                un[-1] = 2.0 * u[-1] - up[-1] + c2 * (u[-2] + u[0] - 2.0 * u[-1])
+                un, u, up = up, un, u
+            return (u,)
+        return run
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def wave(u0, up0, steps, c2):
+            n = u0.shape[0]
+            u, up, un = u0.copy(), up0.copy(), np.empty_like(u0)
+            for _ in range(steps):
+                for i in prange(n):
+                    left = u[i - 1] if i > 0 else u[n - 1]
+                    right = u[i + 1] if i < n - 1 else u[0]
+                    un[i] = 2.0 * u[i] - up[i] + c2 * (left + right - 2.0 * u[i])
+                un, u, up = up, un, u
+            return u
+        return lambda: (wave(*inputs, self.STEPS, self.C2),)
+
+
+@register
+class MonteCarloPi(Workload):
+    name = "montecarlo_pi"
+    doc = "Monte Carlo pi: count float32 uniform (x, y) with x*x + y*y <= 1, each library's RNG"
+    sizes: ClassVar[dict] = {"full": (50_000_000,), "quick": (2_000_000,)}
+    floor = 1.0
+
+    def __init__(self, shape):
+        super().__init__(shape)
+        # the libraries draw different numbers: each estimate is checked against pi, within
+        # 6 standard deviations of the estimate (sd = 4 sqrt(p (1 - p) / N), p = pi / 4)
+        p = np.pi / 4
+        self.rtol = 6 * 4 * np.sqrt(p * (1 - p) / self.shape[0]) / np.pi
+
+    def inputs(self, rng):
+        return (int(rng.integers(2**31)),)           # the seed (not an array)
+
+    def formula(self, m, seed):
+        """NumPy: ``np.random.default_rng`` (PCG64); streamrt: ``ps.random.default_rng``
+        (Philox, the numbers made inside the counting kernel)."""
+        n = self.shape[0]
+        rng = m.random.default_rng(seed)
+        x = rng.random(n, dtype=np.float32)
+        y = rng.random(n, dtype=np.float32)
+        return (4.0 * m.count_nonzero(x * x + y * y <= 1.0) / n,)
+
+    def reference(self, inputs):
+        return (np.pi,)
+
+    def streamrt(self, inputs):
+        import streamrt as ps
+        return lambda: to_numpy(self.formula(ps, *inputs))
+
+    def numba(self, inputs):
+        """np.random inside a prange loop (Numba keeps one generator state per thread;
+        ``np.random.random()`` draws float64, rounded to float32 here)."""
+        from numba import njit, prange
+        f = np.float32
+
+        @njit(parallel=True, fastmath=False)
+        def count(n):
+            c = 0
+            for _ in prange(n):
+                x, y = f(np.random.random()), f(np.random.random())
+                if x * x + y * y <= f(1.0):
+                    c += 1
+            return c
+
+        @njit
+        def seed(s):
+            np.random.seed(s)            # seeds the calling thread's state only
+        seed(inputs[0])
+        n = self.shape[0]
+        return lambda: (4.0 * count(n) / n,)
+
+    def jax(self, inputs):
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        n = self.shape[0]
+
+        @jax.jit
+        def estimate(key):
+            kx, ky = jax.random.split(key)
+            x = jax.random.uniform(kx, (n,), jnp.float32)
+            y = jax.random.uniform(ky, (n,), jnp.float32)
+            return 4.0 * jnp.count_nonzero(x * x + y * y <= 1.0) / n
+        key = jax.random.PRNGKey(inputs[0])
+        return lambda: to_numpy((jax.block_until_ready(estimate(key)),))
+
+
+@register
+class CG(Workload):
+    name = "cg"
+    doc = "conjugate gradient, 50 iterations (no early exit) with a dense float64 SPD matrix"
+    sizes: ClassVar[dict] = {"full": (2048,), "quick": (512,)}
+    rtol, floor = 1e-8, 1e-3
+    ITERS = 50
+
+    def inputs(self, rng):
+        n = self.shape[0]
+        M = rng.standard_normal((n, n))
+        # eigenvalues in ~[0.05, 4.05]: condition ~80, so 50 iterations reduce the residual
+        # to ~1e-5 and do not reach rounding level (where the libraries' results would differ)
+        A = M @ M.T / n + 0.05 * np.eye(n)
+        return (A, rng.standard_normal(n))
+
+    @staticmethod
+    def formula(m, A, b):
+        """Scalars stay 0-d arrays (no float()), so streamrt records all iterations lazily."""
+        x = m.zeros_like(b)
+        r = p = b
+        rr = m.dot(r, r)
+        for _ in range(CG.ITERS):
+            Ap = A @ p
+            alpha = rr / m.dot(p, Ap)
+            x = x + alpha * p
+            r = r - alpha * Ap
+            rr_new = m.dot(r, r)
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+        return x, rr
+
+    def bytes_moved(self):
+        return self.ITERS * 8 * self.shape[0] ** 2        # one read of A per matvec
+
+    def numba(self, inputs):
+        from numba import njit, prange
+
+        @njit(parallel=True, fastmath=False)
+        def matvec(A, p, out):
+            n = A.shape[0]
+            for i in prange(n):
+                s = 0.0
+                for j in range(n):
+                    s += A[i, j] * p[j]
+                out[i] = s
+
+        @njit(parallel=True, fastmath=False)
+        def dot(a, b):
+            s = 0.0
+            for i in prange(a.shape[0]):
+                s += a[i] * b[i]
+            return s
+
+        @njit(parallel=True, fastmath=False)
+        def update(x, r, p, Ap, alpha):            # x += alpha p; r -= alpha Ap
+            for i in prange(x.shape[0]):
+                x[i] += alpha * p[i]
+                r[i] -= alpha * Ap[i]
+
+        @njit(parallel=True, fastmath=False)
+        def direction(p, r, beta):                 # p = r + beta p
+            for i in prange(p.shape[0]):
+                p[i] = r[i] + beta * p[i]
+
+        @njit
+        def cg(A, b, iters):
+            x = np.zeros_like(b)
+            r, p, Ap = b.copy(), b.copy(), np.empty_like(b)
+            rr = dot(r, r)
+            for _ in range(iters):
+                matvec(A, p, Ap)
+                alpha = rr / dot(p, Ap)
+                update(x, r, p, Ap, alpha)
+                rr_new = dot(r, r)
+                direction(p, r, rr_new / rr)
+                rr = rr_new
+            return x, rr
+        return lambda: cg(*inputs, self.ITERS)
+
+
 _COLD = {
     "numpy": "import numpy as np\nx = np.linspace(0, 1, 100000, dtype=np.float32)\n"
              "print(float(np.sum(np.sin(x) * 2.0 + 1.0)))",
@@ -611,7 +897,7 @@ class ColdStart(Workload):
 def worker(lib, name, shape, repeat, seed) -> dict:
     wl = WORKLOADS[name](shape)
     inputs = wl.inputs(np.random.default_rng(seed))
-    want = to_numpy(wl.formula(np, *inputs))
+    want = wl.reference(inputs)
     res = {"lib": lib, "workload": name, "shape": list(wl.shape)}
     flavour = lib
     lib = "streamrt" if lib in BACKEND_LIBS else lib
