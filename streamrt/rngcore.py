@@ -133,31 +133,26 @@ def philox_words(key, ctr, shape):
                       (ku & _U(M32), ku >> _U(32)))
 
 
-def squares32(n, key):
+def _squares3(n, key):
+    """The three rounds both Squares variants start with: (x, y, z)."""
     k = _u(key)
     x = y = n * k
     z = y + k
     s = _U(32)
-    x = x * x + y
-    x = (x >> s) | (x << s)
-    x = x * x + z
-    x = (x >> s) | (x << s)
-    x = x * x + y
-    x = (x >> s) | (x << s)
-    return (x * x + z) >> s
+    for w in (y, z, y):
+        x = x * x + w
+        x = (x >> s) | (x << s)
+    return x, y, z
+
+
+def squares32(n, key):
+    x, _, z = _squares3(n, key)
+    return (x * x + z) >> _U(32)
 
 
 def squares64(n, key):
-    k = _u(key)
-    x = y = n * k
-    z = y + k
+    x, y, z = _squares3(n, key)
     s = _U(32)
-    x = x * x + y
-    x = (x >> s) | (x << s)
-    x = x * x + z
-    x = (x >> s) | (x << s)
-    x = x * x + y
-    x = (x >> s) | (x << s)
     t = x = x * x + z
     x = (x >> s) | (x << s)
     return t ^ ((x * x + y) >> s)

@@ -58,24 +58,26 @@ def _rot(x):
 
 
 @njit(**_opts)
-def _squares32(n, k):
+def _squares3(n, k):
+    """The three rounds both Squares variants start with: (x, y, z)."""
     x = n * k
     y = x
     z = y + k
     x = _rot(x * x + y)
     x = _rot(x * x + z)
     x = _rot(x * x + y)
+    return x, y, z
+
+
+@njit(**_opts)
+def _squares32(n, k):
+    x, _, z = _squares3(n, k)
     return (x * x + z) >> _S32
 
 
 @njit(**_opts)
 def _squares64(n, k):
-    x = n * k
-    y = x
-    z = y + k
-    x = _rot(x * x + y)
-    x = _rot(x * x + z)
-    x = _rot(x * x + y)
+    x, y, z = _squares3(n, k)
     t = x * x + z
     x = _rot(t)
     return t ^ ((x * x + y) >> _S32)
