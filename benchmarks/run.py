@@ -12,7 +12,10 @@ one JSON line. The parent prints a table. See benchmarks/README.md.
 
 Adding a workload: subclass ``Workload`` with ``name``, ``sizes``, ``inputs``, a ``formula``
 (written once against an array module ``m``: numpy, streamrt or jax.numpy) and, where it
-makes sense, hand-written ``numexpr`` / ``numba`` setups; decorate it with ``@register``."""
+makes sense, hand-written ``numexpr`` / ``numba`` setups; decorate it with ``@register``.
+A formula that cannot run under ``jax.jit`` (slice assignment, a scalar read) gets its own
+``jax`` setup or ``jax = None``; ``reference`` replaces NumPy's result as the value checked
+against (``montecarlo_pi``: every library draws its own numbers, so the check is against pi)."""
 from __future__ import annotations
 
 import argparse
@@ -526,6 +529,25 @@ class SmallLoop(_SmallLoop):
             return u, v, np.array(checks, np.float32)
         return run
 
+    def jax(self, inputs):
+        """The body jitted, the loop and the scalar reads in Python (a read under jax.jit
+        would be a ConcretizationTypeError)."""
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        body = jax.jit(lambda u, v: self.body(jnp, u, v))
+        dev = [jax.device_put(a) for a in inputs]
+
+        def run():
+            u, v = dev
+            checks = []
+            for it in range(self.shape[1]):
+                u, v = body(u, v)
+                if it % 10 == 9:
+                    checks.append(float(jnp.max(u)))
+            return to_numpy((u, v, np.array(checks, np.float32)))
+        return run
+
     def streamrt(self, inputs):
         import streamrt as ps
         lazy = [ps.asarray(a) for a in inputs]
@@ -542,6 +564,7 @@ class SmallLoopMacro(SmallLoop):
     doc = "the small-array loop with its body as a @ps.macro (one replay per iteration)"
     numba = None
     numexpr = None
+    jax = None          # a streamrt variant: the jax column is smallloop's
 
     def streamrt(self, inputs):
         import streamrt as ps
@@ -689,6 +712,22 @@ class Wave(Workload):
                 un, u, up = up, un, u
             return u
         return lambda: (wave(*inputs, self.STEPS, self.C2),)
+
+    def jax(self, inputs):
+        """The same step in a ``lax.fori_loop``: the shared formula, unrolled under jax.jit,
+        lets XLA fuse the 32 steps into one another and recompute the rolled neighbours
+        (~80x slower at 256K elements)."""
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        c2 = self.C2
+
+        def step(_, state):
+            u, u_prev = state
+            return 2.0 * u - u_prev + c2 * (jnp.roll(u, 1) + jnp.roll(u, -1) - 2.0 * u), u
+        f = jax.jit(lambda u, up: jax.lax.fori_loop(0, self.STEPS, step, (u, up))[0])
+        dev = [jax.device_put(a) for a in inputs]
+        return lambda: to_numpy((jax.block_until_ready(f(*dev)),))
 
 
 @register
@@ -861,6 +900,7 @@ class ColdStart(Workload):
     doc = "a second process: interpreter start, import, first small computation (warm disk caches)"
     sizes: ClassVar[dict] = {"full": (1,), "quick": (1,)}
     rtol, floor = 1e-3, 1.0
+    jax = None          # no JAX script (the shared formula here does not use ``m``)
 
     def inputs(self, rng):
         return ()
