@@ -160,3 +160,29 @@ def test_measured_times_of_the_same_trace_decide(auto, stats, capfd):
     with ps.config.override(device_min_elements=1000):
         assert_same(ps.max(x * 5.0), np.max(a * np.float32(5)))
     assert _placed(stats()) == (3, 4)
+
+
+@needs_opencl
+def test_a_slow_measurement_does_not_exclude_an_executor_for_good(auto, stats, monkeypatch):
+    """One CPU run timed while the machine was busy sends the trace to the device; every
+    EXPLORE_EVERY runs on the device the CPU is measured again, and wins back the trace."""
+    monkeypatch.setattr(auto, "EXPLORE_EVERY", 4)
+    auto.set_estimate("opencl", launch_s=0.0, ops_per_s=1e15, bytes_per_s=1e15)
+    a = np.linspace(0, 1, 5000).astype(np.float32)
+    x = ps.asarray(a)
+    want = np.sum(np.sin(a) * np.float32(2) + np.float32(1), dtype=np.float64)
+    with ps.config.override(device_min_elements=1000):
+        for _ in range(2):                               # warm-up and a measured run on opencl
+            assert_same(_run(x), want.astype(np.float32), rtol=1e-5)
+        key = next(k for k, n in auto._measured if n == "opencl")
+        auto._measured[(key, "opencl")][1] = 1.0         # the device: 1 s per run
+        auto._measured[(key, "cpu")] = [2, 100.0]        # the CPU, measured once when busy
+        for _ in range(2):                               # opencl runs 3 and 4
+            assert_same(_run(x), want.astype(np.float32), rtol=1e-5)
+        assert _placed(stats()) == (0, 4)
+        assert_same(_run(x), want.astype(np.float32), rtol=1e-5)   # run 4 done: re-measure
+        assert _placed(stats()) == (1, 4) and stats()["placement_explorations"] == 1
+        assert auto._measured[(key, "cpu")][1] < 100.0             # the new time counts
+        auto._measured[(key, "cpu")][1] = 1e-6                     # (a quiet machine)
+        assert_same(_run(x), want.astype(np.float32), rtol=1e-5)   # back to the CPU
+        assert _placed(stats()) == (2, 4) and stats()["placement_explorations"] == 1

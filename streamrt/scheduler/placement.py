@@ -35,6 +35,7 @@ class Estimate:
 
 
 _estimates: dict = {}        # executor name -> Estimate (defaults filled in on first use)
+_explored = {}                          # trace key -> best's run count at its last re-measurement
 _measured = collections.OrderedDict()   # (trace key, executor) -> [runs, seconds EWMA or None]
 _MEASURED_MAX = 4096
 MEASURE_RUNS = 3             # device runs per trace timed synchronously (then trusted)
@@ -104,6 +105,7 @@ def reset(estimates=True, devices=False):
     global _devices
     with _lock:
         _measured.clear()
+        _explored.clear()
         if estimates:
             _estimates.clear()
         if devices:
@@ -197,7 +199,7 @@ def choose(entries, kparts):
     n, work, f64, inputs = _survey(entries)
     key = (tuple(kparts),) if kparts else None
     cands = ["cpu"] + [d for d, _ in _available()]
-    best, best_t, why = "cpu", None, []
+    best, best_t, why, scored = "cpu", None, [], []
     for c in cands:
         if c != "cpu" and f64:
             info = next(d for nm, d in _available() if nm == c)
@@ -214,8 +216,10 @@ def choose(entries, kparts):
             t += moved / bw
         why.append(f"{c}={t * 1e3:.3f}ms{' (measured)' if m else ''}"
                    f"{f' +{moved}B moved' if moved else ''}")
+        scored.append((t, c, m is not None))
         if best_t is None or t < best_t:
             best, best_t = c, t
+    best = _explore(key, best, scored, why)
     stats.add(f"placements_{best}")
     if settings.debug >= 1:
         print(f"[streamrt] placement: {best} ({n} elements, {work} op-units; "
@@ -225,6 +229,29 @@ def choose(entries, kparts):
         with _lock:
             _devices[:] = [d for d in _devices if d[0] != best]
     return ex, (key, ex.name)
+
+
+EXPLORE_EVERY = 64      # runs of a trace on its best executor between re-measurements
+
+
+def _explore(key, best, scored, why):
+    """Once every EXPLORE_EVERY runs of a trace on its best executor, run it once on the
+    measured runner-up instead: a measurement taken while the machine was busy must not
+    exclude an executor for good (the loser is otherwise never measured again)."""
+    if key is None or len(scored) < 2:
+        return best
+    mb = _measured.get((key, best))
+    if mb is None or mb[0] % EXPLORE_EVERY != 0 or _explored.get(key) == mb[0]:
+        return best
+    _explored[key] = mb[0]
+    if len(_explored) > _MEASURED_MAX:
+        _explored.pop(next(iter(_explored)))
+    rest = sorted((t, c) for t, c, measured in scored if c != best and measured)
+    if not rest:
+        return best
+    stats.add("placement_explorations")
+    why.append(f"re-measuring {rest[0][1]}")
+    return rest[0][1]
 
 
 def _source_bandwidth(inputs):
