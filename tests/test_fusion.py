@@ -336,3 +336,41 @@ def test_no_fusion_setting_runs_one_kernel_per_op(stats):
         assert stats()["kernels_launched"] == 3
     assert out == pytest.approx(float(((a + np.float32(1)) * np.float32(2)).astype(
         np.float64).sum()), rel=1e-6)
+
+
+def _cg_steps(m, x, r, p, rr, steps):
+    """Conjugate-gradient-like updates with a diagonal operator: two scalar divisions
+    between reductions per step."""
+    d = m.asarray(np.linspace(1.0, 2.0, N))
+    for _ in range(steps):
+        Ap = d * p
+        alpha = rr / m.dot(p, Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rr2 = m.dot(r, r)
+        beta = rr2 / rr
+        p = r + beta * p
+        rr = rr2
+    return x, rr
+
+
+def test_scalar_arithmetic_between_reductions_is_inlined_into_its_consumers(stats):
+    b = np.random.default_rng(3).random(N)
+    ref_x, ref_rr = _cg_steps(np, b * 0.0, b, b, np.dot(b, b), 4)
+    xb = ps.asarray(b)
+    ps.reset_stats()
+    x, rr = _cg_steps(ps, xb * 0.0, xb, xb, ps.dot(xb, xb), 4)
+    assert_same(x, ref_x, rtol=1e-12)
+    assert_same(rr, ref_rr, rtol=1e-12)
+    # per step two kernels: the p update fused with Ap and p @ Ap; the x/r update fused with
+    # r @ r. alpha and beta are recomputed inside the kernels that read them, never launched
+    # alone (15 kernels without the pass)
+    assert stats()["kernels_launched"] == 2 * 4
+    # a scalar an Array still holds is computed by a kernel of its own and stored
+    ps.reset_stats()
+    s = ps.dot(xb, xb)
+    alpha = 2.0 / s
+    y = xb * alpha
+    assert_same(y, b * (2.0 / np.dot(b, b)), rtol=1e-12)
+    assert float(alpha) == pytest.approx(2.0 / np.dot(b, b), rel=1e-12)
+    assert stats()["kernels_launched"] == 3

@@ -394,7 +394,7 @@ class DaskExecutor(Executor):
     # region writes and scans stay intrinsics (whole-array tasks): per-chunk planning knows
     # plain loads and stores only
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128, "fuse_updates": False,
-            "fuse_scans": False}
+            "fuse_scans": False, "inline_scalars": False}
 
     def __init__(self):
         super().__init__()

@@ -58,7 +58,11 @@ def generate(entries, backend_caps):
                                                                                 True)
     groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128),
                                    fuse_updates=fuse_updates)
-    stored = analysis.forward(live, consumers, gidx)
+    inlined = set()
+    if fuse and backend_caps.get("renderer") == "numba" and backend_caps.get("inline_scalars",
+                                                                              True):
+        inlined = fusion.inline_scalars(groups, gidx, consumers)
+    stored = analysis.forward(live, consumers, gidx) - inlined
     scans = {}
     if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans \
             and backend_caps.get("fuse_scans", True):

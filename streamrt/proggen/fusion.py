@@ -87,3 +87,48 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
             target.axes = axes_of(p)
         gidx[p.id] = target.index
     return groups, gidx
+
+
+INLINE_MAX_OPS = 8
+
+
+def inline_scalars(groups, gidx, consumers):
+    """Scalar arithmetic between reductions (``alpha = rr / (p @ Ap)`` in a conjugate-gradient
+    step) would be a kernel of its own over a 0-d space. When no Array holds any of its
+    values and every consumer is a fused kernel, its ops are instead copied to the front of
+    each consuming kernel, where they are recomputed per element from broadcast loads of their
+    0-d inputs (a handful of flops against a kernel launch). Returns the ids of the inlined
+    ports (not stored: every reader computes them itself)."""
+    from ..ops import OPS
+    inlined = set()
+    for g in groups:
+        if g.kind != "fused" or g.space != () or g.axes is not None or not g.ops \
+                or len(g.ops) > INLINE_MAX_OPS:
+            continue
+        if any(p.kind != "map" or not p.released or OPS[p.op].counter for p in g.ops):
+            continue
+        ids = {p.id for p in g.ops}
+        targets = []
+        ok = True
+        for p in g.ops:
+            for c in consumers[p.id]:
+                if c.id in ids:
+                    continue
+                h = groups[gidx[c.id]] if c.id in gidx else None
+                if c.kind not in ("map", "reduce") or h is None or h.kind != "fused" \
+                        or h is g:
+                    ok = False
+                    break
+                if h not in targets:
+                    targets.append(h)
+            if not ok:
+                break
+        if not ok or not targets:
+            continue
+        for h in targets:
+            h.ops[:0] = g.ops
+        for p in g.ops:
+            gidx[p.id] = targets[0].index
+            inlined.add(p.id)
+        g.ops = []
+    return inlined
