@@ -374,3 +374,21 @@ def test_scalar_arithmetic_between_reductions_is_inlined_into_its_consumers(stat
     assert_same(y, b * (2.0 / np.dot(b, b)), rtol=1e-12)
     assert float(alpha) == pytest.approx(2.0 / np.dot(b, b), rel=1e-12)
     assert stats()["kernels_launched"] == 3
+
+
+def test_per_row_arithmetic_between_reductions_is_inlined(stats):
+    """Layer norm: sqrt(var + eps) per row is recomputed inside the normalising kernel (three
+    kernels: the mean, the variance, the output), not launched over the (rows, 1) space."""
+    rng = np.random.default_rng(4)
+    a, g = rng.standard_normal((64, 128)), rng.standard_normal(128)
+
+    def ln(m, x, g):
+        mu = m.mean(x, axis=1, keepdims=True)
+        d = x - mu
+        var = m.mean(d * d, axis=1, keepdims=True)
+        return d / m.sqrt(var + 1e-5) * g
+
+    x, gg = ps.asarray(a), ps.asarray(g)
+    ps.reset_stats()
+    assert_same(ln(ps, x, gg), ln(np, a, g), rtol=1e-12, atol=1e-12)
+    assert stats()["kernels_launched"] == 3

@@ -89,23 +89,30 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
     return groups, gidx
 
 
-INLINE_MAX_OPS = 8
+INLINE_MAX_OPS = 8       # ops of a small map kernel that may be recomputed by its consumers
+INLINE_MAX_COST = 40     # ... and their summed op-table cost, when the kernel is not 0-d
+INLINE_RATIO = 8         # ... whose consumers' spaces are at least this many times larger
 
 
 def inline_scalars(groups, gidx, consumers):
-    """Scalar arithmetic between reductions (``alpha = rr / (p @ Ap)`` in a conjugate-gradient
-    step) would be a kernel of its own over a 0-d space. When no Array holds any of its
-    values and every consumer is a fused kernel, its ops are instead copied to the front of
-    each consuming kernel, where they are recomputed per element from broadcast loads of their
-    0-d inputs (a handful of flops against a kernel launch). Returns the ids of the inlined
-    ports (not stored: every reader computes them itself)."""
+    """Small arithmetic between reductions -- ``alpha = rr / (p @ Ap)`` in a conjugate-gradient
+    step (0-d), ``sqrt(var + eps)`` per row in a layer norm -- would be a kernel of its own
+    over a small space. When no Array holds any of its values and every consumer is a fused
+    kernel over a (much) larger space, its ops are instead copied to the front of each
+    consuming kernel, where they are recomputed per element from broadcast loads of their
+    inputs (a few flops against a kernel launch and a round trip through memory). Returns
+    the ids of the inlined ports (not stored: every reader computes them itself)."""
+    import math
+
     from ..ops import OPS
     inlined = set()
     for g in groups:
-        if g.kind != "fused" or g.space != () or g.axes is not None or not g.ops \
-                or len(g.ops) > INLINE_MAX_OPS:
+        if g.kind != "fused" or g.axes is not None or not g.ops or len(g.ops) > INLINE_MAX_OPS:
             continue
         if any(p.kind != "map" or not p.released or OPS[p.op].counter for p in g.ops):
+            continue
+        n = math.prod(g.space)
+        if n > 1 and sum(OPS[p.op].cost for p in g.ops) > INLINE_MAX_COST:
             continue
         ids = {p.id for p in g.ops}
         targets = []
@@ -116,7 +123,8 @@ def inline_scalars(groups, gidx, consumers):
                     continue
                 h = groups[gidx[c.id]] if c.id in gidx else None
                 if c.kind not in ("map", "reduce") or h is None or h.kind != "fused" \
-                        or h is g:
+                        or h is g or len(h.space) < len(g.space) \
+                        or (n > 1 and math.prod(h.space) < INLINE_RATIO * n):
                     ok = False
                     break
                 if h not in targets:
