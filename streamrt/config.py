@@ -55,6 +55,10 @@ FLAGS = {
     "inline_elements": Flag("STREAMRT_INLINE_ELEMENTS", 1 << 16, int,
                             "Sequences up to this many elements run on the calling thread when "
                             "nothing is in flight (0: always asynchronous)"),
+    "host_heap_bytes": Flag("STREAMRT_HOST_HEAP_BYTES", 1 << 30, int,
+                            "Linux/glibc: freed host buffers up to this size stay in the "
+                            "process heap for reuse instead of being unmapped (0: malloc's "
+                            "defaults); see docs/guide.md"),
     "serial_elements": Flag("STREAMRT_SERIAL_ELEMENTS", 1 << 15, int,
                             "Kernels over at most this many elements run single-threaded"),
     "profile": Flag("STREAMRT_PROFILE", "", str,

@@ -32,6 +32,35 @@ def _setup_numba():
         _layer_set = True
 
 
+_heap_tuned = None
+
+
+def _tune_host_heap():
+    """Keep freed host buffers in the heap (glibc ``mallopt``): a fresh 16 MB result buffer per
+    step would otherwise be a new ``mmap`` whose pages fault in one by one when the kernel
+    first writes them, and that costs about as much as the kernel. With the mmap threshold
+    raised, a buffer freed by an earlier step is handed out again with its pages mapped (what
+    a GPU runtime's memory pool does). Once per process; ``STREAMRT_HOST_HEAP_BYTES=0`` leaves
+    malloc alone. Returns whether the setting took."""
+    global _heap_tuned
+    if _heap_tuned is not None:
+        return _heap_tuned
+    _heap_tuned = False
+    n = settings.host_heap_bytes
+    if n <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt               # glibc; absent on musl
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    n = min(n, (1 << 31) - 1)
+    _heap_tuned = bool(mallopt(M_MMAP_THRESHOLD, n)) and bool(mallopt(M_TRIM_THRESHOLD, n))
+    return _heap_tuned
+
+
 def chunks_for(K, R0):
     """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
     import numba
@@ -85,6 +114,7 @@ class CPUExecutor(Executor):
     def __init__(self):
         super().__init__()
         _setup_numba()
+        _tune_host_heap()
 
     def compile(self, prog):
         return program_cache.numba_kernels(prog.source, prog.fn)
