@@ -60,6 +60,15 @@ def test_chain_one_task_per_chunk(x, data, stats):
     assert ps.distributed.is_distributed(y)
 
 
+def test_random_numbers_per_chunk_match_the_local_draw(x, data):
+    """A draw consumed by a distributed kernel uses each chunk's own counters: the same numbers
+    as the local draw, not one chunk's numbers repeated."""
+    got = np.asarray(x + ps.random.default_rng(11).random((N, M)))
+    want = data + np.asarray(ps.random.default_rng(11).random((N, M)))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.allclose(got[:16] - data[:16], got[16:32] - data[16:32])
+
+
 def test_reduction_tree_task_count(x, data, stats):
     s = chain(x).sum()
     assert float(s) == pytest.approx(chain(data).sum(), rel=1e-12)

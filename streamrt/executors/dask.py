@@ -384,6 +384,8 @@ def plan_chunk(prog, r0, r1, partial, rows=None):
         shadow[p.id] = q
     space = _local_shape(S, S, n)
     lk = build_kernel(ops, stored, space, k.axes)
+    if lk.index is not None:            # counter-based RNG: the chunk's first flat element
+        lk.index.off = r0 * math.prod(S[1:])
     load_base = [base_ix[a.port.base_view()[0].id] for a in lk.loads]
     return lk, bases, load_base, shifts, shadow, need
 

@@ -88,12 +88,14 @@ class EScheduler:
                 except Exception as e:  # noqa: BLE001 - delivered at the read
                     err = e
             self._settle(prog, err)
-            if self.inline_waits:
-                with self.wlock:
-                    hit = [p for p in prog.outputs if p.id in self.inline_waits]
-                    self.inline_waits.difference_update(p.id for p in hit)
-                if hit:
-                    self.q.put(("inline_done", prog))
+            # under the lock even when the set looks empty: _try may be adding one of these
+            # ports right now, having seen it SUBMITTED before _settle (a lost wake-up)
+            with self.wlock:
+                hit = [p for p in prog.outputs if p.id in self.inline_waits] \
+                    if self.inline_waits else ()
+                self.inline_waits.difference_update(p.id for p in hit)
+            if hit:
+                self.q.put(("inline_done", prog))
         if seq.timing is not None:
             placement.finish(seq)
         seq.programs = []
