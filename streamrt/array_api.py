@@ -416,7 +416,6 @@ def _late(name, np_fn):
         impl = getattr(ps, name, None)
         if impl is not None and impl is not f:
             return impl(x, *args, **kw)
-        site = callsite()
         h = [a.numpy() if isinstance(a, Array) else a for a in (x, *args)]
         r = np_fn(*h, **kw)
         return _c.asarray(np.asarray(r).astype(D.canonical(np.asarray(r).dtype)))

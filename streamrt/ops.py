@@ -262,6 +262,21 @@ MAP_NAMES = tuple(OPS)
 REDUCTION_NAMES = tuple(REDUCTIONS)
 
 
+def loop_operands(name: str, loop_dtype, arity: int) -> list:
+    """The dtype each operand of a map op is cast to in its loop: the loop dtype, except the
+    condition of ``where`` (bool)."""
+    return [D.bool_, loop_dtype, loop_dtype] if name == "where" else [loop_dtype] * arity
+
+
+def operand_dtypes(p) -> list:
+    """:func:`loop_operands` of a recorded map port; counter-based RNG ops take their int64
+    key/counter scalars uncast."""
+    op = OPS[p.op]
+    if op.counter:
+        return [i.dtype for i in p.inputs]
+    return loop_operands(p.op, p.loop_dtype, op.arity)
+
+
 def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
     t = op.numba
     return t(loop_dtype, args) if callable(t) else t.format(*args)

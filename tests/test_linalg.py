@@ -374,6 +374,16 @@ def test_scan_kernel_that_does_not_compile_falls_back(stats):
     assert stats()["fallback_to_reference"] >= 1
 
 
+def test_scan_of_random_numbers_keeps_the_draw_out_of_the_scan_kernel(stats):
+    """A draw has no flat element index inside a scan kernel: it is computed by its own kernel
+    and the scan still compiles (no fallback)."""
+    with ps.config.override(backend="cpu"):
+        r = ps.random.default_rng(1).random((50, 20))
+        c = ps.cumsum(r * 2.0, axis=0).numpy()
+    np.testing.assert_allclose(c, np.cumsum(r.numpy() * 2.0, axis=0), rtol=1e-12)
+    assert stats()["fallback_to_reference"] == 0
+
+
 # ---- convolution --------------------------------------------------------------------------
 @pytest.mark.parametrize("dt", [np.float64, np.float32, np.complex128])
 def test_convolve_correlate(dt, backend):

@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 
-from .. import dtypes as D
 from .. import stats
 from ..config import settings
 from ..profiler import collector
+from ..ops import loop_operands
 
 
 class Executor:
@@ -130,8 +130,7 @@ def run_refop(p, val):
 def loop_args(p, args):
     """Array operands of map port ``p`` cast to the dtypes its kernel loop uses, so NumPy
     computes in the dtype streamrt promises (bool -> float32, not NumPy's float16)."""
-    want = [D.bool_, p.loop_dtype, p.loop_dtype] if p.op == "where" else \
-        [p.loop_dtype] * len(args)
+    want = loop_operands(p.op, p.loop_dtype, len(args))
     return [a.astype(w, copy=False) if w is not None and isinstance(a, (np.ndarray, np.generic))
             else a for a, w in zip(args, want)]
 

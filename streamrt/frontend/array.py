@@ -3,7 +3,6 @@ Validation happens here, at record time, and errors name the user's file and lin
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -11,7 +10,7 @@ import numpy as np
 from .. import dtypes as D
 from .. import stats
 from ..config import settings
-from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, map_dtypes, reduction_dtypes
+from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
 from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, StreamrtAxisError,
@@ -132,7 +131,7 @@ def record_map(name, *args, site=None):
     except ValueError:
         raise record_error(ShapeError, f"{name}: operands could not be broadcast together with "
                            f"shapes {' '.join(str(tuple(s)) for s in shapes)}", site) from None
-    want = [D.bool_, loop_dt, loop_dt] if name == "where" else [loop_dt] * op.arity
+    want = loop_operands(name, loop_dt, op.arity)
     for p, w in zip(ports, want):
         if p.kind == "scalar":
             if p.params[0] == "weak" and p.params[1] == "i" and D.is_int(w):

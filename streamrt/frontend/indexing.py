@@ -43,7 +43,7 @@ def _base_of(p):
 
 def rebind(old, new, extra, site):
     """Every Array aliasing base ``old`` now aliases base ``new`` (same shape and dtype)."""
-    from .array import _decref, _foreign_inputs
+    from .array import _decref
     arrs = {}
     for r in old.holders or ():
         a = r()

@@ -11,14 +11,13 @@ they evaluate their argument when called."""
 from __future__ import annotations
 
 import builtins
-import math
 
 import numpy as np
 
 from .. import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
                     const_port, normalize_axes, operand, record_map, reshape, transpose)
-from .errors import (ArgumentError, ShapeError, StreamrtAxisError, callsite, record_error)
+from .errors import (ArgumentError, ShapeError, callsite, record_error)
 from .indexing import gather, scatter, write_region
 
 __all__ = []
@@ -440,24 +439,23 @@ def _tri_mask(a, k, upper, site):
     return Array._wrap(const_port(~mask if upper else mask, site))
 
 
-@_export
-def tril(m, k=0):
+def _tri(m, k, upper, name):
     site = callsite()
     x = _arr(m, site)
     if x.ndim < 2:
-        raise record_error(ShapeError, "tril: input array must be at least 2-d", site)
-    return record_map("where", _tri_mask(x, int(k), False, site), x,
+        raise record_error(ShapeError, f"{name}: input array must be at least 2-d", site)
+    return record_map("where", _tri_mask(x, int(k), upper, site), x,
                       Array._wrap(const_port(np.zeros((), x.dtype), site)), site=site)
+
+
+@_export
+def tril(m, k=0):
+    return _tri(m, k, False, "tril")
 
 
 @_export
 def triu(m, k=0):
-    site = callsite()
-    x = _arr(m, site)
-    if x.ndim < 2:
-        raise record_error(ShapeError, "triu: input array must be at least 2-d", site)
-    return record_map("where", _tri_mask(x, int(k), True, site), x,
-                      Array._wrap(const_port(np.zeros((), x.dtype), site)), site=site)
+    return _tri(m, k, True, "triu")
 
 
 @_export

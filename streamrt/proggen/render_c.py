@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .. import rngcore
-from ..ops import OPS, REDUCTIONS
+from ..ops import OPS, REDUCTIONS, operand_dtypes
 
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)
 
@@ -500,9 +500,7 @@ def render(k, dialect="opencl", fp64=True):
             continue
         op = OPS[p.op]
         ld = np.dtype(p.loop_dtype)
-        want = [D.bool_, ld, ld] if p.op == "where" else [ld] * op.arity
-        if op.counter:
-            want = [i.dtype for i in p.inputs]
+        want = operand_dtypes(p)
         args = tuple(cast(local[i.id][0], local[i.id][1], w) for i, w in zip(p.inputs, want))
         if op.counter:
             args += ("ei",)

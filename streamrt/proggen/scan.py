@@ -11,18 +11,25 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..ops import OPS, numba_expr
+from ..ops import OPS, numba_expr, operand_dtypes
 from .render_numba import HEADER, cast, npname
+from ..scheduler.workqueue import NEW
 
 SCANS = ("cumsum", "cumprod")
+
+
+def _member(q, p, group_of):
+    """May map port ``q`` be computed inside scan ``p``'s kernel? Not a counter-based RNG op:
+    the scan kernel has no flat element index."""
+    return (q.kind == "map" and q.shape == p.shape and q.released and q.id in group_of
+            and q.state == NEW and not OPS[q.op].counter)
 
 
 def _tree(p, consumers, group_of):
     """The map ops computing ``p``'s input that only the scan (or each other) read: (ops in
     recording order, root) or None."""
     root = p.inputs[0]
-    if root.kind != "map" or root.shape != p.shape or not root.released or \
-            root.id not in group_of or root.state != 0:
+    if not _member(root, p, group_of):
         return None
     tree, todo = {}, [root]
     while todo:
@@ -31,8 +38,7 @@ def _tree(p, consumers, group_of):
             continue
         tree[q.id] = q
         for i in q.inputs:
-            if (i.kind == "map" and i.released and i.shape == p.shape and i.id in group_of
-                    and i.state == 0):
+            if _member(i, p, group_of):
                 todo.append(i)
     # every member's consumers must be inside the tree (or the scan itself)
     changed = True
@@ -70,7 +76,7 @@ def fuse_scans(groups, gidx, consumers, stored):
         if g.kind != "intrinsic" or g.ops[0].op not in SCANS:
             continue
         p = g.ops[0]
-        if p.dtype.kind not in "iufc" or p.dtype == D.bool_:
+        if p.dtype.kind not in "iufc":
             continue
         t = _tree(p, consumers, gidx)
         if t is None:
@@ -119,7 +125,7 @@ def render(ops, leaves, p):
     for n, q in enumerate(ops):
         op = OPS[q.op]
         ld = q.loop_dtype
-        want = [D.bool_, ld, ld] if q.op == "where" else [ld] * op.arity
+        want = operand_dtypes(q)
         args = tuple(cast(local[i.id][0], local[i.id][1], w) for i, w in zip(q.inputs, want))
         expr = numba_expr(op, ld, args)
         if q.dtype == D.bool_:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..ops import OPS, REDUCTIONS
+from ..ops import OPS
 
 
 class Program:
