@@ -18,6 +18,7 @@ import numpy as np
 
 from . import dtypes as D
 from .frontend import creation as _c
+from .frontend import linalg as _l
 from .frontend import math as _m
 from .frontend import shape as _s
 from .frontend.array import Array, astype as _astype, record_map, record_reduce
@@ -104,17 +105,7 @@ def logaddexp(x1, x2, /):
                       site=site)
 
 
-def real(x, /):
-    return _astype(x, x.dtype, site=callsite())
-
-
-def conj(x, /):
-    return _astype(x, x.dtype, site=callsite())
-
-
-def imag(x, /):
-    site = callsite()
-    return record_map("multiply", x, 0, site=site)
+real, conj, imag = _m.real, _m.conj, _m.imag
 
 
 # ---- creation ------------------------------------------------------------------------------------
@@ -300,11 +291,7 @@ def unstack(x, /, *, axis=0):
     return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
 
 
-def matrix_transpose(x, /):
-    if x.ndim < 2:
-        raise record_error(ValueError, "matrix_transpose requires at least 2 dimensions",
-                           callsite())
-    return x.mT
+matrix_transpose = _l.matrix_transpose
 
 
 # ---- statistics and utilities -----------------------------------------------------------------------
@@ -395,46 +382,29 @@ def take_along_axis(x, indices, /, *, axis=-1):
 def isin(x1, x2, /, *, invert=False):
     """A broadcast comparison against every element of ``x2`` (lazy, fused with an any)."""
     site = callsite()
-    e = record_map("equal", _m.expand_dims(x1, -1), _m.reshape(x2, (-1,)), site=site)
+    e = record_map("equal", _s.expand_dims(x1, -1), _m.reshape(x2, (-1,)), site=site)
     r = record_reduce("any", e, -1, site=site)
     return record_map("logical_not", r, site=site) if invert else r
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    site = callsite()
-    return record_reduce("sum", record_map("multiply", x1, x2, site=site), axis, site=site)
+vecdot = _l.vecdot
 
 
 def matmul(x1, x2, /):
     return _m.matmul(x1, x2)
 
 
-# ---- functions other modules may provide lazily (sort, scans, tensordot); else NumPy --------------
-def _late(name, np_fn):
-    def f(x, /, *args, **kw):
-        import streamrt as ps
-        impl = getattr(ps, name, None)
-        if impl is not None and impl is not f:
-            return impl(x, *args, **kw)
-        h = [a.numpy() if isinstance(a, Array) else a for a in (x, *args)]
-        r = np_fn(*h, **kw)
-        return _c.asarray(np.asarray(r).astype(D.canonical(np.asarray(r).dtype)))
-    f.__name__ = name
-    return f
-
-
+# ---- sort, scans, tensordot ------------------------------------------------------------------
 def sort(x, /, *, axis=-1, descending=False, stable=True):
-    import streamrt as ps
-    if hasattr(ps, "sort") and not descending:
-        return ps.sort(x, axis=axis)
+    if not descending:
+        return _l.sort(x, axis=axis)
     h = np.sort(x.numpy(), axis=axis, kind="stable")
     return _c.asarray(np.flip(h, axis) if descending else h)
 
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    import streamrt as ps
-    if hasattr(ps, "argsort") and not descending:
-        return ps.argsort(x, axis=axis)
+    if not descending:
+        return _l.argsort(x, axis=axis, stable=stable)
     h = x.numpy()
     r = np.argsort(-h if descending and h.dtype != np.bool_ else h, axis=axis, kind="stable") \
         if not (descending and h.dtype == np.bool_) else np.argsort(~h, axis=axis, kind="stable")
@@ -475,10 +445,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 
 
 def tensordot(x1, x2, /, *, axes=2):
-    import streamrt as ps
-    if hasattr(ps, "tensordot"):
-        return ps.tensordot(x1, x2, axes=axes)
-    return _c.asarray(np.tensordot(x1.numpy(), x2.numpy(), axes=axes))
+    return _l.tensordot(x1, x2, axes=axes)
 
 
 # ---- sets (data-dependent shapes: the input is evaluated) --------------------------------------

@@ -14,13 +14,6 @@ import numpy as np
 from . import dtypes as D
 from . import stats
 
-# the counters of distributed execution, present (zero) in ps.runtime_stats() from the start
-stats.KEYS = stats.KEYS + tuple(k for k in (
-    "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",
-    "dask_combine_tasks", "dask_rowwise_tasks", "dask_whole_tasks", "dask_rechunks",
-    "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits")
-    if k not in stats.KEYS)
-
 _lock = threading.Lock()
 _client = None
 _owned = None          # (client, cluster) created by connect() itself

@@ -39,10 +39,6 @@ def is_int(d: np.dtype) -> bool:
     return d.kind in "iu"
 
 
-def is_complex(d: np.dtype) -> bool:
-    return d.kind == "c"
-
-
 _WEAK = {"b": True, "i": 1, "f": 1.0, "c": 1j}
 
 

@@ -292,12 +292,10 @@ VECMATH = {n: (D.float32, D.float64) for n in (
 
 
 def _vecmath(name, fallback):
-    fn = "pow" if name == "power" else name
-
     def render(dt, a):
         from .config import settings
         if dt in VECMATH[name] and settings.fast_math:
-            return f"_vm_{fn}_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
+            return f"_vm_{name}_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
         return fallback(dt, a) if callable(fallback) else fallback.format(*a)
     return render
 

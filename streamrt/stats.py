@@ -18,7 +18,11 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         # placement (scheduler/placement.py) and device memory (executors/device.py)
         "placements_cpu", "placements_opencl", "placements_cuda", "placement_explorations",
         "device_spills",
-        "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks")
+        "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks",
+        # distributed execution (executors/dask.py)
+        "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",
+        "dask_combine_tasks", "dask_rowwise_tasks", "dask_whole_tasks", "dask_rechunks",
+        "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits")
 
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)

@@ -15,12 +15,6 @@ import cachetools
 from .. import stats
 
 
-def line_of(code, lasti):
-    """The source line of bytecode offset ``lasti`` in ``code``."""
-    from ..frontend.errors import _line_of
-    return _line_of(code, lasti)
-
-
 class _Global(cachetools.LRUCache):
     def __init__(self, owner, maxsize):
         super().__init__(maxsize=maxsize)

@@ -30,11 +30,15 @@ def register(base, arr):
     """Note that Array ``arr`` reads base port ``base`` (directly or through a view)."""
     h = base.holders
     if h is None:
-        base.holders = [weakref.ref(arr)]
+        base.holders = {id(arr): weakref.ref(arr)}
         return
-    if len(h) >= 32 and len(h) & (len(h) - 1) == 0:      # prune dead entries now and then
-        h[:] = [r for r in h if r() is not None]
-    h.append(weakref.ref(arr))
+    if id(arr) in h and h[id(arr)]() is arr:             # already noted (views of a view)
+        return
+    n = len(h)
+    if n >= 32 and n & (n - 1) == 0:                      # prune dead entries now and then
+        for k in [k for k, r in h.items() if r() is None]:
+            del h[k]
+    h[id(arr)] = weakref.ref(arr)
 
 
 def _base_of(p):
@@ -45,7 +49,7 @@ def rebind(old, new, extra, site):
     """Every Array aliasing base ``old`` now aliases base ``new`` (same shape and dtype)."""
     from .array import _decref
     arrs = {}
-    for r in old.holders or ():
+    for r in (old.holders or {}).values():
         a = r()
         if a is not None:
             arrs[id(a)] = a
@@ -257,8 +261,23 @@ def _split(key, arrays, site):
     return tuple(spec), ins
 
 
+def _key(k):
+    """Static index key (tuples of ('s', start, stop, step) / ('i', n) / None / Ellipsis)."""
+    out = []
+    for e in k:
+        if isinstance(e, tuple) and e and e[0] == "s":
+            out.append(slice(e[1], e[2], e[3]))
+        elif isinstance(e, tuple) and e and e[0] == "i":
+            out.append(e[1])
+        elif e == "...":
+            out.append(Ellipsis)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+
 def rebuild_key(spec, arrays):
-    from ..proggen.intrinsics import _key
     out = []
     for e in spec:
         if isinstance(e, tuple) and e and e[0] == "arr":

@@ -12,7 +12,7 @@ from ..ops import OPS, REDUCTIONS
 from .array import (HANDLED_FUNCTIONS, Array, astype as _astype, broadcast_to as _broadcast_to,
                     normalize_axes, operand, record_map, record_reduce, reshape as _reshape,
                     transpose as _transpose)
-from .errors import ArgumentError, ShapeError, callsite, record_error
+from .errors import ArgumentError, callsite, record_error
 
 __all__ = []
 
@@ -166,29 +166,6 @@ def square_(x):
     return record_map("square", x, site=callsite())
 
 
-def expand_dims(a, axis):
-    site = callsite()
-    p = operand(a, site)
-    nd = len(p.shape) + 1
-    ax = normalize_axes(axis, nd, site, "expand_dims")[0]
-    shape = list(p.shape)
-    shape.insert(ax, 1)
-    return _reshape(Array._wrap(p), tuple(shape), site=site)
-
-
-def squeeze(a, axis=None):
-    site = callsite()
-    p = operand(a, site)
-    axes = normalize_axes(axis, len(p.shape), site, "squeeze") if axis is not None else tuple(
-        i for i, s in enumerate(p.shape) if s == 1)
-    for i in axes:
-        if p.shape[i] != 1:
-            raise record_error(ShapeError, "cannot select an axis to squeeze out which has size "
-                               "not equal to one", site)
-    return _reshape(Array._wrap(p), tuple(s for i, s in enumerate(p.shape) if i not in axes),
-                    site=site)
-
-
 def ndim(a):
     return len(np.shape(a)) if not isinstance(a, Array) else a.ndim
 
@@ -202,8 +179,8 @@ def size(a):
 
 
 __all__ += ["where", "var", "std", "clip", "dot", "vdot", "matmul", "reshape", "transpose",
-            "permute_dims", "broadcast_to", "ravel", "copy", "astype", "expand_dims",
-            "squeeze", "amax", "amin", "ndim", "shape", "size"]
+            "permute_dims", "broadcast_to", "ravel", "copy", "astype",
+            "amax", "amin", "ndim", "shape", "size"]
 
 # NumPy functions that stay lazy when called on streamrt arrays
 for _name in __all__:

@@ -1,29 +1,9 @@
-"""Intrinsics: non-fusible ops (functional slice update; linalg, FFT, sort, scans: linalg_intrinsics.py) as host functions.
+"""Intrinsics: non-fusible ops as host functions -- a region write when it is not fused (here),
+gathers and scatters (frontend/indexing.py), linalg, FFT, sort, scans (linalg_intrinsics.py).
 Each takes (port, *input values) and returns the output value."""
 from __future__ import annotations
 
 import numpy as np
-
-
-def _key(k):
-    """Static index key (tuples of ('s', start, stop, step) / ('i', n) / None / Ellipsis)."""
-    out = []
-    for e in k:
-        if isinstance(e, tuple) and e and e[0] == "s":
-            out.append(slice(e[1], e[2], e[3]))
-        elif isinstance(e, tuple) and e and e[0] == "i":
-            out.append(e[1])
-        elif e == "...":
-            out.append(Ellipsis)
-        else:
-            out.append(e)
-    return tuple(out)
-
-
-def setitem(p, old, value):
-    out = np.array(old, copy=True)
-    out[_key(p.params[0])] = value
-    return out
 
 
 def update(p, old, value):
@@ -39,7 +19,7 @@ def update(p, old, value):
 
 
 
-INTRINSICS = {"setitem": setitem, "update": update}
+INTRINSICS = {"update": update}
 
 # linear algebra, FFT, sort, scans, convolution (proggen/linalg_intrinsics.py)
 from .linalg_intrinsics import HOST_INTRINSICS as _LINALG  # noqa: E402

@@ -189,12 +189,14 @@ def choose(entries, kparts):
     name = settings.backend
     if name != "auto":
         return registry.get(name), None
-    if _small_on_host(entries, settings.device_min_elements):
+    # (the small-work check comes first: it spares small scripts the device discovery)
+    small = _small_on_host(entries, settings.device_min_elements)
+    if small or not _available():
         stats.add("placements_cpu")
         if settings.debug >= 1:
-            print(f"[streamrt] placement: cpu (small: every array under "
-                  f"{settings.device_min_elements} elements, inputs on the host)",
-                  file=sys.stderr)
+            why = (f"small: every array under {settings.device_min_elements} elements, inputs "
+                   f"on the host") if small else "no device"
+            print(f"[streamrt] placement: cpu ({why})", file=sys.stderr)
         return registry.get("cpu"), None
     n, work, f64, inputs = _survey(entries)
     key = (tuple(kparts),) if kparts else None

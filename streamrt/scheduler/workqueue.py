@@ -54,7 +54,7 @@ class Port:
         self.error = None
         self.ref = None            # reference-mode shadow value (debug/reference.py)
         self.nrefs = 0
-        self.holders = None        # weakrefs to Arrays that may alias this base (mutation)
+        self.holders = None        # {id: weakref} of Arrays that may alias this base (mutation)
         self.state = DONE if kind in ("const", "scalar") else NEW
 
     # ---- views ---------------------------------------------------------------------------
