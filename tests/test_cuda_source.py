@@ -206,7 +206,7 @@ def test_cuda_executor_implements_the_device_primitives():
     from streamrt.executors.cuda import CUDAExecutor
     from streamrt.executors.device import DeviceExecutor
     prims = [m for m in vars(DeviceExecutor) if m.startswith("_") and not m.startswith("__")]
-    for m in ("_dev_alloc", "_h2d", "_d2h", "_build", "_kernel", "_kernel_max_wg", "_enqueue",
+    for m in ("_dev_alloc", "_h2d", "_d2h", "_build", "_get_function", "_kernel_max_wg", "_enqueue",
               "_wait", "_finish", "_is_oom", "_free_pool"):
         assert m in vars(CUDAExecutor), m
     assert "_is_oom" in prims and "_free_pool" in prims

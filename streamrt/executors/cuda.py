@@ -53,7 +53,6 @@ class CUDAExecutor(DeviceExecutor):
         self.max_alloc = self.global_mem
         self.max_param_bytes = 4096          # CUDA kernel parameter space
         self.fp64 = True
-        self._kcache = {}
         if settings.debug >= 1:
             print(f"[streamrt] cuda: {self.device_name} (SMs={self.units}, "
                   f"max_threads_per_block={self.max_wg}, mem={self.global_mem >> 20} MiB)",
@@ -96,16 +95,9 @@ class CUDAExecutor(DeviceExecutor):
             raise BuildError(str(e)) from e
         return mod
 
-    def _kernel(self, mod, name):
-        key = (id(mod), name)
-        k = self._kcache.get(key)
-        if k is None or k[0] is not mod:
-            with self.dev:
-                k = self._kcache[key] = (mod, mod.get_function(name))
-            if len(self._kcache) > 4096:
-                self._kcache.clear()
-                self._kcache[key] = k
-        return k[1]
+    def _get_function(self, mod, name):
+        with self.dev:
+            return mod.get_function(name)
 
     def _kernel_max_wg(self, kern):
         try:

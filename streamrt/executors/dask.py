@@ -111,10 +111,6 @@ def _extent(off, shape, st):
     return lo, hi
 
 
-def is_distributed(v):
-    return isinstance(v, DistValue)
-
-
 # ---- worker side ------------------------------------------------------------------------------
 def _assemble(pieces):
     """One contiguous array from row pieces [(value, item, lo, hi)] of one base."""

@@ -111,7 +111,7 @@ class DeviceExecutor(Executor):
     """Executor over a device with its own memory. Subclasses implement the primitives:
     ``_dev_alloc(nbytes)``, ``_h2d(buf, host)`` (asynchronous), ``_d2h(host, buf)``
     (blocking, ordered after everything enqueued), ``_build(source)`` -> module (raises
-    BuildError), ``_kernel(module, name)``, ``_kernel_max_wg(kern)``, ``_enqueue(kern,
+    BuildError), ``_get_function(module, name)``, ``_kernel_max_wg(kern)``, ``_enqueue(kern,
     groups, local, args)`` -> event or None, ``_wait(event)``, ``_finish()``."""
 
     name = "device"
@@ -125,6 +125,7 @@ class DeviceExecutor(Executor):
         self._tables = collections.OrderedDict()     # index table bytes -> device buffer
         self._events = collections.deque()
         self._modules = collections.OrderedDict()    # source -> compiled module (LRU)
+        self._kcache = {}                            # (id(module), name) -> (module, kernel)
         self.fp64 = True
         self.max_wg = 256
         self.units = 1
@@ -138,6 +139,17 @@ class DeviceExecutor(Executor):
         self._resident = collections.OrderedDict()   # id(DeviceArray) -> weakref
         self._pinned = set()                         # ids of DeviceArrays / ports in use
         self._scratch = []                           # (buffer, bytes) of in-flight partials
+
+    def _kernel(self, mod, name):
+        """The kernel object ``name`` of a built module, looked up once."""
+        key = (id(mod), name)
+        k = self._kcache.get(key)
+        if k is None or k[0] is not mod:
+            k = self._kcache[key] = (mod, self._get_function(mod, name))
+            if len(self._kcache) > 4096:
+                self._kcache.clear()
+                self._kcache[key] = k
+        return k[1]
 
     @property
     def caps(self):

@@ -54,9 +54,7 @@ def clear(disk: bool = False) -> None:
     for ex in _executors():
         with ex._lock:
             ex._modules.clear()
-            kc = getattr(ex, "_kcache", None)
-            if kc is not None:
-                kc.clear()
+            ex._kcache.clear()
     if disk:
         base = os.path.realpath(cache_dir())
         for d in DIRS:

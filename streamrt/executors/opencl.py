@@ -115,7 +115,6 @@ class OpenCLExecutor(DeviceExecutor):
         self.global_mem = int(dev.global_mem_size)
         self.max_param_bytes = int(dev.max_parameter_size)
         self.fp64 = bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions
-        self._kcache = {}
         if settings.debug >= 1:
             print(f"[streamrt] opencl: {self.device_name} (units={self.units}, "
                   f"max_work_group={self.max_wg}, fp64={self.fp64}, "
@@ -146,15 +145,8 @@ class OpenCLExecutor(DeviceExecutor):
             raise BuildError(str(e)) from e
         return prg
 
-    def _kernel(self, mod, name):
-        key = (id(mod), name)
-        k = self._kcache.get(key)
-        if k is None or k[0] is not mod:
-            k = self._kcache[key] = (mod, self.cl.Kernel(mod, name))
-            if len(self._kcache) > 4096:
-                self._kcache.clear()
-                self._kcache[key] = k
-        return k[1]
+    def _get_function(self, mod, name):
+        return self.cl.Kernel(mod, name)
 
     def _kernel_max_wg(self, kern):
         cl = self.cl

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..scheduler.workqueue import NEW
+from .kernel import _space_strides, is_update
 
 
 def collect(entries):
@@ -49,7 +50,7 @@ def forward(live_ports, consumers, group_of):
         g = group_of.get(p.id)
         for c in consumers[p.id]:
             if c.kind == "view" or group_of.get(c.id) != g or \
-                    (c.kind == "intrinsic" and c.op != "update"):
+                    (c.kind == "intrinsic" and not is_update(c)):
                 stored.add(p.id)
                 break
     return stored
@@ -60,8 +61,6 @@ def inplace_updates(groups, group_of, consumers):
     computed in this flush (so no earlier program can still read it), no Array holds it any
     more, and every other read of it happens in the writing kernel at exactly the written
     elements (``a[1:-1] *= 2``; not ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours)."""
-    from .fusion import is_update
-    from .kernel import _space_strides
     out = set()
     for g in groups:
         if g.kind != "fused":

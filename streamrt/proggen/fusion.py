@@ -2,6 +2,8 @@
 order where every group's inputs come from earlier groups."""
 from __future__ import annotations
 
+from .kernel import is_update
+
 
 class Group:
     __slots__ = ("kind", "space", "axes", "ops", "index")
@@ -11,12 +13,6 @@ class Group:
 
     def __repr__(self):
         return f"Group#{self.index}({self.kind} space={self.space} axes={self.axes} ops={[p.op for p in self.ops]})"
-
-
-def is_update(p):
-    """A region write (frontend/indexing.py): it fuses as a store into the kernel computing
-    the written value; its space is the region's shape."""
-    return p.kind == "intrinsic" and p.op == "update"
 
 
 def space_of(p):

@@ -74,7 +74,9 @@ def _collapse(sizes, stride_lists):
     return sizes2, per_access
 
 
-def _is_update(p):
+def is_update(p):
+    """A region write (frontend/indexing.py): it fuses as a store into the kernel computing
+    the written value; its space is the region's shape."""
     return p.kind == "intrinsic" and p.op == "update"
 
 
@@ -85,7 +87,7 @@ def build_kernel(ops, stores, space, axes, inplace=frozenset()):
     inside = {p.id for p in ops}
     loads, scalars, seen = [], [], set()
     for p in ops:
-        for i in (p.inputs[1:] if _is_update(p) else p.inputs):
+        for i in (p.inputs[1:] if is_update(p) else p.inputs):
             if i.id in inside or i.id in seen:
                 continue
             seen.add(i.id)
@@ -108,7 +110,7 @@ def build_kernel(ops, stores, space, axes, inplace=frozenset()):
     if any(p.kind == "map" and OPS[p.op].counter for p in ops):
         raw.append((None, "idx", 0, list(cs)))
     for p in ops:
-        if _is_update(p):
+        if is_update(p):
             off, shape, st = p.params
             raw.append((p, "alias" if p.id in inplace else "copy", off,
                         [0 if n == 1 else s for n, s in zip(shape, st)]))
