@@ -72,8 +72,8 @@ FLAGS = {
     "fusion": Flag("STREAMRT_FUSION", True, _bool, "Fuse ops into kernels (0: one kernel per op)",
                    in_key=True),
     "fast_math": Flag("STREAMRT_FAST_MATH", True, _bool,
-                      "Vectorisable polynomial exp/log/sin/... in CPU kernels (0: Numba's scalar "
-                      "libm calls); see docs/fastmath.md", in_key=True),
+                      "Vectorisable polynomial exp/log/expm1/log1p/tanh/... in CPU kernels (0: "
+                      "Numba's scalar libm calls); see docs/fastmath.md", in_key=True),
     "fuse_scans": Flag("STREAMRT_FUSE_SCANS", True, _bool,
                        "CPU: fuse cumsum/cumprod with their element-wise producers (0: the "
                        "scan is an intrinsic after a producer kernel)", in_key=True),

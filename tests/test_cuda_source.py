@@ -49,8 +49,6 @@ def _sources(build, renderer="cuda", fusion=True):
 def _nvcc_check(sources):
     """Compile the sources with one ``nvcc --ptx`` run: each goes into its own namespace with
     its kernels renamed (the preludes' macros are identical redefinitions, which C++ allows)."""
-    if NVCC is None:
-        return
     parts = []
     for i, s in enumerate(sources):
         for fn in ("sr_map", "sr_red", "sr_comb"):
@@ -94,25 +92,34 @@ def test_cuda_source_every_map_op(dt):
     # fused into one kernel as well
     fused = _sources(lambda: _map_ops(dt))
     assert 1 <= len(fused) <= 3
-    _nvcc_check(fused + srcs)
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=DTYPE_IDS)
 def test_cuda_source_every_reduction(dt):
-    def build():
-        x = ps.asarray(np.ones((3, 4, 5), dt))
-        out = []
-        for name in ops.REDUCTIONS:
-            for ax in (None, 0, 1, 2):
-                out.append(getattr(ps, name)(x, axis=ax))
-            if not name.startswith("arg"):
-                out.append(getattr(ps, name)(x, axis=(0, 2)))
-        out.append(ps.sum(ps.sqrt(ps.abs(x) + 1), axis=1))      # fused producers
-        return out
-    srcs = _sources(build)
+    srcs = _sources(lambda: _reductions(dt))
     assert srcs and all("sr_red(" in s and "sr_comb(" in s for s in srcs)
     assert all("__shared__" in s and "__syncthreads()" in s for s in srcs)
-    _nvcc_check(srcs)
+
+
+def _reductions(dt):
+    x = ps.asarray(np.ones((3, 4, 5), dt))
+    out = []
+    for name in ops.REDUCTIONS:
+        for ax in (None, 0, 1, 2):
+            out.append(getattr(ps, name)(x, axis=ax))
+        if not name.startswith("arg"):
+            out.append(getattr(ps, name)(x, axis=(0, 2)))
+    out.append(ps.sum(ps.sqrt(ps.abs(x) + 1), axis=1))      # fused producers
+    return out
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on this machine")
+@pytest.mark.parametrize("dt", DTYPES, ids=DTYPE_IDS)
+def test_cuda_sources_compile_with_nvcc(dt):
+    """Every map-op template (one kernel each and fused) and every reduction of ``dt`` compiles
+    with ``nvcc --ptx``: syntax and type errors are caught without a GPU."""
+    _nvcc_check(_sources(lambda: _map_ops(dt), fusion=False) + _sources(lambda: _map_ops(dt))
+                + _sources(lambda: _reductions(dt)))
 
 
 def test_cuda_and_opencl_share_the_body():
@@ -122,6 +129,7 @@ def test_cuda_and_opencl_share_the_body():
     cu = _sources(build, "cuda")
     cl = _sources(build, "opencl")
     body = lambda s: s.split("#define SR_NAN_D", 1)[1].split("\n", 1)[1]
+    assert len(cu) == len(cl) >= 1
     for a, b in zip(cu, cl):
         assert body(a) == body(b)
     assert "expf" not in "".join(cu) and "exp(" in "".join(cu)       # float64: no f suffix

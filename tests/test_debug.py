@@ -86,8 +86,8 @@ def test_tolerance_is_per_dtype():
 def test_reference_errors_appear_where_numpy_raises():
     i = ps.asarray(np.arange(4, dtype=np.int64))
     with ps.debug.reference_mode():
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             r = np.asarray(ps.log(i.astype(np.float64) - 1.0))
     assert np.isnan(r[0]) and r[1] == -np.inf
 

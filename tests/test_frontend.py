@@ -2,6 +2,7 @@
 several application threads, trace-cache re-use with changing liveness."""
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -143,3 +144,10 @@ def test_trace_cache_reuse_respects_liveness(stats):
             assert_same(r[1], a * 2.0)
     st = stats()
     assert st["trace_cache_hits"] >= 2 and st["kernels_launched"] == 5
+
+
+def test_every_setting_is_documented_in_the_guide():
+    """Each STREAMRT_* flag of streamrt/config.py has a row in docs/guide.md's settings table."""
+    guide = open(os.path.join(os.path.dirname(__file__), "..", "docs", "guide.md")).read()
+    missing = [f.name for f in ps.config.FLAGS.values() if f"| `{f.name}` |" not in guide]
+    assert not missing, f"flags without a row in docs/guide.md: {missing}"

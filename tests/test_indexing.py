@@ -6,20 +6,13 @@ import inspect
 
 import numpy as np
 import pytest
-from helpers import assert_same
+from helpers import OPENCL, assert_same
 
 import streamrt as ps
 
-def _opencl_ok():
-    try:
-        return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
-    except Exception:  # noqa: BLE001 - no OpenCL runtime
-        return False
-
-
 # on OpenCL, region writes, gathers and scatters are host round trips (intrinsics)
 BACKENDS = ["cpu", "reference", pytest.param("opencl", marks=pytest.mark.skipif(
-    not _opencl_ok(), reason="no OpenCL device"))]
+    not OPENCL, reason="no OpenCL device"))]
 
 
 def _line():

@@ -10,6 +10,7 @@ import inspect
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from helpers import OPENCL
 
 import streamrt as ps
 
@@ -478,11 +479,7 @@ def test_fft_spectrum_fuses_around_the_transform(stats):
 
 
 # ---- OpenCL (PoCL): intrinsics and complex kernels as counted host round trips -------------
-def _opencl_ok():
-    return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
-
-
-@pytest.mark.skipif(not _opencl_ok(), reason="no OpenCL device")
+@pytest.mark.skipif(not OPENCL, reason="no OpenCL device")
 def test_opencl_intrinsics_round_trip(stats):
     A = (_m((6, 6), np.float32) + 6 * np.eye(6)).astype(np.float32)
     b = _m(6, np.float32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulps, ref_call
+from helpers import DTYPE_IDS, DTYPES, OPENCL, assert_same, data, numpy_supports, op_ulps, ref_call
 
 import streamrt as ps
 from streamrt import dtypes as D
@@ -19,11 +19,7 @@ from streamrt.executors import registry
 pytest.importorskip("pyopencl")
 
 
-def _opencl_ok():
-    return any(d["backend"] == "opencl" and d["available"] for d in ps.devices())
-
-
-pytestmark = pytest.mark.skipif(not _opencl_ok(), reason="no OpenCL device")
+pytestmark = pytest.mark.skipif(not OPENCL, reason="no OpenCL device")
 
 
 @pytest.fixture

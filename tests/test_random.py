@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import EXECUTORS
 
 import streamrt as ps
 from streamrt import rngcore as R
@@ -107,12 +108,7 @@ def test_squares_matches_published_algorithm():
     assert [int(v) for v in R.squares32(n, R.to_i64(key))] == [_squares32_py(c, key) for c in ctrs]
 
 
-BACKENDS = ["reference", "cpu"]
-try:
-    if any(d["backend"] == "opencl" and d["available"] for d in ps.devices()):
-        BACKENDS.append("opencl")
-except Exception:  # noqa: BLE001 - no pyopencl
-    pass
+BACKENDS = ["reference"] + EXECUTORS
 
 
 def _draw_all(g):

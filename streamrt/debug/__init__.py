@@ -1,6 +1,6 @@
 """Debugger: reference results (``STREAMRT_REFERENCE=1`` / ``reference_mode()``), result
 comparison after computation and on copy-out, non-intrusive ``inspect`` and ``break_at``, and
-the error-handler stack. See docs/debugging.md."""
+the error-handler stack. See docs/profiling.md."""
 from __future__ import annotations
 
 import contextlib
