@@ -548,15 +548,6 @@ class SmallLoop(_SmallLoop):
             return to_numpy((u, v, np.array(checks, np.float32)))
         return run
 
-    def streamrt(self, inputs):
-        import streamrt as ps
-        lazy = [ps.asarray(a) for a in inputs]
-        ps.sync()
-        return lambda: to_numpy(self.formula(ps, *lazy))
-
-    def numpy(self, inputs):
-        return lambda: self.formula(np, *inputs)
-
 
 @register
 class SmallLoopMacro(SmallLoop):
@@ -571,10 +562,6 @@ class SmallLoopMacro(SmallLoop):
         body = ps.macro(lambda u, v: self.body(ps, u, v))
         lazy = [ps.asarray(a) for a in inputs]
         ps.sync()
-
-        class M:
-            sqrt = staticmethod(ps.sqrt)
-            max = staticmethod(ps.max)
 
         def run():
             u, v = lazy
@@ -644,7 +631,6 @@ class Stencil(Workload):
     def jax(self, inputs):
         """JAX arrays are immutable: ``.at[1:-1, 1:-1].set`` in a ``fori_loop``."""
         import jax
-        import jax.numpy as jnp
 
         def step(_, u):
             return u.at[1:-1, 1:-1].set(
