@@ -2,6 +2,7 @@
 kernel expression template, identity, instruction estimate). Everything else looks ops up here."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -166,6 +167,8 @@ class Reduction:
     needs_identity: bool = False  # an empty reduction has no identity: error at record time
     cost: int = 1
     float_tol: bool = True
+    merge: Callable | None = None  # partial results of two chunks (arrays) -> one (Dask);
+                                   # argmax/argmin carry (index, value) pairs instead
 
 
 def _min_of(dt):
@@ -181,21 +184,24 @@ def _max_of(dt):
 
 
 REDUCTIONS: dict[str, Reduction] = {
-    "sum": Reduction("sum", np.sum, lambda dt: "0", "{acc} + {v}", "{acc} + {v}"),
-    "prod": Reduction("prod", np.prod, lambda dt: "1", "{acc} * {v}", "{acc} * {v}"),
-    "mean": Reduction("mean", np.mean, lambda dt: "0", "{acc} + {v}", "{acc} + {v}"),
+    "sum": Reduction("sum", np.sum, lambda dt: "0", "{acc} + {v}", "{acc} + {v}",
+                     merge=np.add),
+    "prod": Reduction("prod", np.prod, lambda dt: "1", "{acc} * {v}", "{acc} * {v}",
+                      merge=np.multiply),
+    "mean": Reduction("mean", np.mean, lambda dt: "0", "{acc} + {v}", "{acc} + {v}",
+                      merge=np.add),
     "max": Reduction("max", np.max, _min_of,
                      "({v} if ({v} > {acc} or {v} != {v}) else {acc})",
                      "({v} if ({v} > {acc} or {v} != {v}) else {acc})", needs_identity=True,
-                     float_tol=False),
+                     float_tol=False, merge=np.maximum),
     "min": Reduction("min", np.min, _max_of,
                      "({v} if ({v} < {acc} or {v} != {v}) else {acc})",
                      "({v} if ({v} < {acc} or {v} != {v}) else {acc})", needs_identity=True,
-                     float_tol=False),
+                     float_tol=False, merge=np.minimum),
     "any": Reduction("any", np.any, lambda dt: "False", "({acc} or ({v} != 0))",
-                     "({acc} or {v})", float_tol=False),
+                     "({acc} or {v})", float_tol=False, merge=np.logical_or),
     "all": Reduction("all", np.all, lambda dt: "True", "({acc} and ({v} != 0))",
-                     "({acc} and {v})", float_tol=False),
+                     "({acc} and {v})", float_tol=False, merge=np.logical_and),
     # argmax/argmin carry (value, index); the renderer special-cases them
     "argmax": Reduction("argmax", np.argmax, _min_of, "", "", needs_identity=True,
                         float_tol=False),
@@ -204,8 +210,10 @@ REDUCTIONS: dict[str, Reduction] = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def reduction_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
-    """(result dtype, accumulator dtype) of reduction ``name`` over dtype ``dt`` -- NumPy's."""
+    """(result dtype, accumulator dtype) of reduction ``name`` over dtype ``dt`` -- NumPy's
+    (also the result dtype of the scans: cumsum as sum, cumprod as prod)."""
     if name in ("argmax", "argmin"):
         return D.int64, dt
     if name in ("any", "all"):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import stats
 from ..config import settings
+from ..ops import REDUCTIONS
 from .base import Executor, ref_value, scalar_value
 
 _task_ids = itertools.count(1)
@@ -175,18 +176,9 @@ def run_group(steps, keep):
 
 
 def _merge(op, a, b):
-    if op in ("sum", "mean"):
-        return (a[0] + b[0],)
-    if op == "prod":
-        return (a[0] * b[0],)
-    if op == "max":
-        return (np.maximum(a[0], b[0]),)
-    if op == "min":
-        return (np.minimum(a[0], b[0]),)
-    if op == "any":
-        return (a[0] | b[0],)
-    if op == "all":
-        return (a[0] & b[0],)
+    merge = REDUCTIONS[op].merge
+    if merge is not None:
+        return (merge(a[0], b[0]),)
     ia, va = a                  # slots: (index, value at the index) of each chunk
     ib, vb = b
     better = (vb > va) if op == "argmax" else (vb < va)

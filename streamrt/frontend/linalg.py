@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import builtins
 import collections
-import functools
 import string
 
 import numpy as np
 
 from .. import dtypes as D
+from ..ops import reduction_dtypes
 from ..scheduler.workqueue import Port
 from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port,
                     normalize_axes, operand, record_map, record_reduce, reshape)
@@ -366,9 +366,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return _intrinsic("argsort", D.int64, p.shape, (p,), (ax, kind), site)
 
 
-@functools.lru_cache(maxsize=64)
-def _scan_dtype(name, dt):
-    return D.canonical(getattr(np, name)(np.ones(1, dt)).dtype)
+_SCAN_AS = {"cumsum": "sum", "cumprod": "prod"}      # same result dtypes as NumPy's
 
 
 def _scan(name, a, axis, dtype, site):
@@ -380,7 +378,8 @@ def _scan(name, a, axis, dtype, site):
     if not p.shape:
         p = reshape(_wrap(p), (1,), site=site)._port
     try:
-        dt = D.canonical(dtype) if dtype is not None else _scan_dtype(name, p.dtype)
+        dt = D.canonical(dtype) if dtype is not None else \
+            reduction_dtypes(_SCAN_AS[name], p.dtype)[0]
     except TypeError as e:
         raise record_error(DTypeError, str(e), site) from None
     return _intrinsic(name, dt, p.shape, (p,), (ax,), site)
