@@ -315,6 +315,20 @@ def test_sort_argsort(dt, backend):
         ps.sort(a, kind="bogo")
 
 
+def test_in_place_sort_is_seen_through_views():
+    a = ps.asarray(np.array([[3.0, 1.0], [2.0, 0.0]]))
+    row, col = a[1], a[:, 0]
+    a.sort(axis=0)
+    want = np.sort(np.array([[3.0, 1.0], [2.0, 0.0]]), axis=0)
+    np.testing.assert_array_equal(a.numpy(), want)
+    np.testing.assert_array_equal(row.numpy(), want[1])
+    np.testing.assert_array_equal(col.numpy(), want[:, 0])
+    a[0].sort()                         # sorting a view writes into its base
+    np.testing.assert_array_equal(a.numpy()[0], np.sort(want[0]))
+    with pytest.raises(TypeError):
+        a.sort(axis=None)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.bool_, np.complex64])
 def test_cumsum_cumprod(dt, backend):
     A = (RNG.integers(0, 3, (3, 5)) if np.dtype(dt).kind in "ib" else

@@ -425,15 +425,17 @@ def correlate(a, v, mode="valid"):
 
 # ---- Array methods ------------------------------------------------------------------------
 def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None):
-    """In-place sort, as NumPy's: this Array now refers to the sorted value."""
+    """In-place sort, as NumPy's: the sorted values are written into this array (a region
+    write, so every view of it sees them)."""
+    from .indexing import write_region
     site = callsite()
+    if axis is None:
+        raise record_error(ArgumentError, "sort: axis must be an integer for an in-place sort "
+                           "(np.sort(a, axis=None) returns a flattened copy)", site)
     p, ax, kind = _sort_args(self, axis, kind, stable, site, "sort")
     r = _intrinsic("sort", p.dtype, p.shape, (p,), (ax, kind), site)
-    old = self._port
-    self._port = r._port
-    self._port.nrefs += 1
-    from .array import _decref
-    _decref(old)
+    _, off, st = self._port.base_view()
+    write_region(self, off, self.shape, st, r, site, owned=True)
 
 
 def _m_argsort(self, axis=-1, kind=None, order=None, *, stable=None):
