@@ -76,8 +76,9 @@ def devices(refresh=False):
 
 
 def make_device_executor(name):
-    """The executor of backend ``name`` ('opencl' or 'cuda'); the CPU executor, with a warning
-    (and a count in ``fallbacks``), when it has no working device."""
+    """The executor of backend ``name`` ('opencl' or 'cuda'); None, with a warning (and a count
+    in ``fallbacks``), when it has no working device -- the registry then hands out the CPU
+    executor in its place."""
     from .. import stats
     try:
         if name == "opencl":
@@ -86,9 +87,8 @@ def make_device_executor(name):
         from .cuda import CUDAExecutor
         return CUDAExecutor()
     except Exception as e:  # noqa: BLE001
-        from .cpu import CPUExecutor
         warnings.warn(f"streamrt: STREAMRT_BACKEND={name} but no working {name} device "
                       f"({type(e).__name__}: {e}); using the CPU executor", RuntimeWarning,
                       stacklevel=3)
         stats.add("fallbacks")
-        return CPUExecutor()
+        return None

@@ -32,13 +32,16 @@ def get(name=None):
     with _lock:
         ex = _instances.get(name)
         if ex is None:
-            ex = _instances[name] = _make(name)
+            ex = _make(name)
+            if ex is None:              # no working device: the one CPU executor stands in
+                ex = _instances.get("cpu") or _instances.setdefault("cpu", _make("cpu"))
+            _instances[name] = ex
         return ex
 
 
 def has_device_executor():
     """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
-    return len(_instances) > ("cpu" in _instances) + ("reference" in _instances)
+    return any(ex.name in ("opencl", "cuda") for ex in _instances.values())
 
 
 def all_instances():
