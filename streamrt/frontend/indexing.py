@@ -198,7 +198,16 @@ def make_inplace(name):
         if r.shape != self.shape:
             raise record_error(ShapeError, f"non-broadcastable output operand with shape "
                                f"{self.shape} doesn't match the broadcast shape {r.shape}", site)
-        _, off, st = self._port.base_view()
+        p, new = self._port, r._port
+        if p.kind != "view" and new.kind == "map" and new.dtype == p.dtype:
+            # the whole of a base array, same dtype: what write_region's full-array branch
+            # ends with, without re-deriving the value port and the region
+            _check_macro_input(p, site)
+            new.nrefs += 1
+            rebind(p, new, (self,), site)
+            new.nrefs -= 1
+            return self
+        _, off, st = p.base_view()
         write_region(self, off, self.shape, st, r, site, owned=True)
         return self
     f.__name__ = f"__i{name}__"
