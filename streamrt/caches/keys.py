@@ -74,6 +74,12 @@ def trace_entry(port, num, kports):
             port.dtype, port.shape, port.loop_dtype, ins)
 
 
+def placement_key(kparts) -> tuple:
+    """The trace a measured run time belongs to (scheduler/placement.py): its key entries and
+    the code-changing settings, without the executor (times are kept per trace and executor)."""
+    return (settings_key(""), tuple(kparts))
+
+
 def settings_key(backend: str) -> tuple:
     """The settings that change generated code (part of every trace and macro key)."""
     from ..config import FLAGS, settings

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
+from ..caches import keys
 from ..config import settings
 from ..executors import registry
 from .workqueue import DONE
@@ -199,7 +200,7 @@ def choose(entries, kparts):
             print(f"[streamrt] placement: cpu ({why})", file=sys.stderr)
         return registry.get("cpu"), None
     n, work, f64, inputs = _survey(entries)
-    key = (tuple(kparts),) if kparts else None
+    key = keys.placement_key(kparts) if kparts else None
     cands = ["cpu"] + [d for d, _ in _available()]
     best, best_t, why, scored = "cpu", None, [], []
     for c in cands:
