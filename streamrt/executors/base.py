@@ -11,8 +11,18 @@ import numpy as np
 
 from .. import stats
 from ..config import settings
-from ..profiler import collector
 from ..ops import loop_operands
+from ..profiler import collector
+
+
+def alloc_outputs(prog, ex):
+    """Output buffers of ``prog`` from executor ``ex`` (a region write that reuses its base's
+    buffer gets none)."""
+    k = prog.kernel
+    skip = [a.port for a in k.stores if a.role == "alias"] if k is not None else ()
+    for p in prog.outputs:
+        if p.value is None and not any(p is q for q in skip):
+            p.value = ex.alloc(p.shape, p.dtype)
 
 
 class Executor:
@@ -31,6 +41,12 @@ class Executor:
         stats.add("bytes_allocated", a.nbytes)
         stats.add("buffers_allocated")
         return a
+
+    def launch_parts(self, parts):
+        """Run the pieces of a split program in order, each with its own output buffers."""
+        for part in parts:
+            alloc_outputs(part, self)
+            self.launch(part)
 
     def free(self, buf):
         pass  # host memory: dropped references are freed by Python

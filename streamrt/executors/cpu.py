@@ -162,11 +162,7 @@ class CPUExecutor(Executor):
                 p.value[...] = run_refop(p, ref_value)
             return
         stats.add("kernel_splits")
-        for part in parts:
-            for p in part.outputs:
-                if p.value is None:
-                    p.value = self.alloc(p.shape, p.dtype)
-            self.launch(part)
+        self.launch_parts(parts)
 
     def _run_kernel(self, prog, d):
         k = prog.kernel

@@ -481,36 +481,22 @@ class DeviceExecutor(Executor):
         """The program's buffers do not fit even after spilling: run it as smaller programs
         (fewer buffers each) if it splits, else on the CPU executor. Counted in
         ``device_oom_splits`` / ``device_oom_fallbacks``; the result is the same."""
+        self._split_or_fallback(prog, str(err), "device_oom_splits", "device_oom_fallbacks")
+
+    def _split_or_fallback(self, prog, why, split_stat="kernel_splits", fallback_stat=None):
+        """Run ``prog`` as two smaller programs, or on the CPU executor when it does not split."""
         from .. import proggen
         parts = proggen.split(prog, self.caps["renderer"])
         if settings.debug >= 1:
-            print(f"[streamrt] {self.name}: {err}; "
+            print(f"[streamrt] {self.name}: {why}; "
                   f"{'splitting' if parts else 'running on the CPU executor'}", file=sys.stderr)
         if parts is None:
-            stats.add("device_oom_fallbacks")
+            if fallback_stat:
+                stats.add(fallback_stat)
             self._cpu_fallback(prog)
             return
-        stats.add("device_oom_splits")
-        for part in parts:
-            for p in part.outputs:
-                if p.value is None:
-                    p.value = self.alloc(p.shape, p.dtype)
-            self.launch(part)
-
-    def _split_or_fallback(self, prog, why):
-        from .. import proggen
-        if settings.debug >= 1:
-            print(f"[streamrt] {self.name}: {why}; splitting", file=sys.stderr)
-        parts = proggen.split(prog, self.caps["renderer"])
-        if parts is None:
-            self._cpu_fallback(prog)
-            return
-        stats.add("kernel_splits")
-        for part in parts:
-            for p in part.outputs:
-                if p.value is None:
-                    p.value = self.alloc(p.shape, p.dtype)
-            self.launch(part)
+        stats.add(split_stat)
+        self.launch_parts(parts)
 
     def _cpu_fallback(self, prog, count=True):
         """Run ``prog`` on the CPU executor (its inputs are brought to the host); the outputs

@@ -9,25 +9,16 @@ import threading
 import time
 
 from .. import stats
+from ..executors.base import alloc_outputs
 from ..frontend.errors import ExecutionError
 from ..profiler import collector
 from . import placement
 from .pending import PendingTable
 from .workqueue import DONE, FAILED, SUBMITTED
 
-
 # Debugger hook: called with each completed program, returns an error to deliver or None.
 on_complete = None
 keep_graph = False      # debugger: keep computed ports' inputs (to find the diverging op)
-
-
-def _alloc(prog, ex):
-    """Output buffers of a program (a region write that reuses its base's buffer gets none)."""
-    k = prog.kernel
-    skip = [a.port for a in k.stores if a.role == "alias"] if k is not None else ()
-    for p in prog.outputs:
-        if p.value is None and not any(p is q for q in skip):
-            p.value = ex.alloc(p.shape, p.dtype)
 
 
 class EScheduler:
@@ -73,7 +64,7 @@ class EScheduler:
                     self.wait(dep)
             if err is None:
                 try:
-                    _alloc(prog, executor)
+                    alloc_outputs(prog, executor)
                     if self.launch_log is not None:
                         self.launch_log.append(prog)
                     t0 = time.perf_counter()
@@ -183,7 +174,7 @@ class EScheduler:
                     return
                 return self._try(prog)          # it completed meanwhile: check again
         ex = prog.executor
-        _alloc(prog, ex)
+        alloc_outputs(prog, ex)
         if self.launch_log is not None:
             self.launch_log.append(prog)
         ex.submit(prog, self._on_done)
