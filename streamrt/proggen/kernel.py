@@ -129,3 +129,70 @@ def build_kernel(ops, stores, space, axes, inplace=frozenset()):
         else:
             (k.loads if role == "in" else k.stores).append(a)
     return k
+
+
+# ---- shared by the renderers (render_numba.py, render_c.py) ------------------------------------
+def reduce_params(p):
+    """(axes, keepdims, out dtype, accumulator dtype) of a reduce port."""
+    axes, keepdims, acc = p.params
+    return axes, keepdims, p.dtype, acc
+
+
+class Src:
+    """Lines of generated source, indented four spaces per level."""
+
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, depth, text):
+        self.lines.append("    " * depth + text)
+
+
+def terms(idx_vars, strides):
+    """``i * s`` terms of an index expression (literal strides 0 and 1 simplified)."""
+    out = []
+    for v, s in zip(idx_vars, strides):
+        if s == "0":
+            continue
+        out.append(v if s == "1" else f"{v} * {s}")
+    return out
+
+
+def index_table(k, decl):
+    """The runtime values kernel ``k`` reads from its index table ``D`` -- sizes, offsets and
+    strides, so that the source depends only on the kernel's structure -- in the order kept
+    sizes, reduced sizes, accesses (loads then stores), flat element index, ``rtot``. Each is
+    declared by a header line ``decl.format(name=..., i=...)`` (its position in ``D``); the
+    strides 0 and 1 of the innermost loop are literals instead.
+    Returns (values, header Src, kept size names, reduced size names, per access (offset,
+    kept strides, reduced strides) names, the flat index's names or None)."""
+    tbl, hdr = [], Src()
+
+    def dval(name, value):
+        hdr(1, decl.format(name=name, i=len(tbl)))
+        tbl.append(int(value))
+        return name
+
+    red = k.is_reduction
+    nk, nr = len(k.kept), len(k.red) if red else 0
+    kept_n = [dval(f"nk{i}", n) for i, n in enumerate(k.kept)]
+    red_n = [dval(f"nr{i}", n) for i, n in enumerate(k.red)] if red else []
+
+    def access_names(ai, a):
+        off = dval(f"o{ai}", a.off)
+        ks, rs = [], []
+        for d, s in enumerate(a.kept):
+            literal = (not red) and d == nk - 1 and s in (0, 1)
+            ks.append(str(s) if literal else dval(f"sk{ai}_{d}", s))
+        for d, s in enumerate(a.red if red else []):
+            literal = d == nr - 1 and s in (0, 1)
+            rs.append(str(s) if literal else dval(f"sr{ai}_{d}", s))
+        return off, ks, rs
+
+    accesses = k.loads + k.stores
+    names = [access_names(ai, a) for ai, a in enumerate(accesses)]
+    # the flat element index of a counter-based RNG op (never an array: no memory access)
+    iname = access_names(len(accesses), k.index) if k.index is not None else None
+    if red:
+        dval("rtot", math.prod(k.red))          # mean's divisor
+    return tbl, hdr, kept_n, red_n, names, iname

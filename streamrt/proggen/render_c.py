@@ -31,6 +31,7 @@ import numpy as np
 from .. import dtypes as D
 from .. import rngcore
 from ..ops import OPS, REDUCTIONS, operand_dtypes
+from .kernel import Src, index_table, reduce_params, terms
 
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)
 
@@ -402,19 +403,6 @@ def cast(expr, src, dst):
     return f"(({vtype(dst)})({expr}))"
 
 
-def reduce_params(p):
-    axes, keepdims, acc = p.params
-    return axes, keepdims, p.dtype, acc
-
-
-class _Src:
-    def __init__(self):
-        self.lines = []
-
-    def __call__(self, depth, text):
-        self.lines.append("    " * depth + text)
-
-
 def acc_dtype(p, fp64=True):
     """Accumulator dtype of reduce port ``p`` on this device: float64 accumulators become
     float32 on a device without fp64 (the Numba path always accumulates floats in double)."""
@@ -447,45 +435,10 @@ def render(k, dialect="opencl", fp64=True):
 
     ``fp64``: the device supports double precision (else float sums accumulate in float)."""
     d = dialect if isinstance(dialect, Dialect) else Dialect(dialect)
-    tbl = []
-    hdr = _Src()
-
-    def dval(name, value):
-        hdr(1, f"const i64 {name} = D[{len(tbl)}];")
-        tbl.append(int(value))
-        return name
-
+    tbl, hdr, kept_n, red_n, names, iname = index_table(k, "const i64 {name} = D[{i}];")
     red = k.is_reduction
     nk = len(k.kept)
     nr = len(k.red) if red else 0
-    kept_n = [dval(f"nk{i}", n) for i, n in enumerate(k.kept)]
-    red_n = [dval(f"nr{i}", n) for i, n in enumerate(k.red)] if red else []
-    accesses = k.loads + k.stores
-
-    def access_names(ai, a):
-        off = dval(f"o{ai}", a.off)
-        ks, rs = [], []
-        for dd, s in enumerate(a.kept):
-            literal = (not red) and dd == nk - 1 and s in (0, 1)
-            ks.append(str(s) if literal else dval(f"sk{ai}_{dd}", s))
-        for dd, s in enumerate(a.red if red else []):
-            literal = dd == nr - 1 and s in (0, 1)
-            rs.append(str(s) if literal else dval(f"sr{ai}_{dd}", s))
-        return off, ks, rs
-
-    names = [access_names(ai, a) for ai, a in enumerate(accesses)]
-    # the flat element index of a counter-based RNG op (no memory access)
-    iname = access_names(len(accesses), k.index) if k.index is not None else None
-    if red:
-        dval("rtot", math.prod(k.red))
-
-    def terms(idx_vars, strides):
-        out = []
-        for v, s in zip(idx_vars, strides):
-            if s == "0":
-                continue
-            out.append(v if s == "1" else f"{v} * {s}")
-        return out
 
     # ---- element body -----------------------------------------------------------------------
     local = {}
@@ -536,7 +489,7 @@ def render(k, dialect="opencl", fp64=True):
         if g:
             part_params.append(f"SR_GLOBAL i64* qi{j}")
 
-    src = _Src()
+    src = Src()
 
     def emit_element(depth, idx, ie=None):
         if ie is not None:

@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..ops import OPS, numba_expr, operand_dtypes
-from .render_numba import HEADER, cast, npname
 from ..scheduler.workqueue import NEW
+from .render_numba import HEADER, cast, npname
 
 SCANS = ("cumsum", "cumprod")
 
