@@ -9,7 +9,7 @@ import numpy as np
 
 from ..executors.base import run_refop
 from ..scheduler import workqueue
-from ..scheduler.workqueue import DONE, NEW, SUBMITTED
+from ..scheduler.workqueue import DONE, NEW, SUBMITTED, strided
 
 _breaks: dict = {}      # (abs file, line) -> callback
 
@@ -33,11 +33,8 @@ def inspect(x):
             v = p.value
         elif p.kind == "view":
             base = p.inputs[0]
-            b = np.ascontiguousarray(val(base)).reshape(-1)
             _, off, st = p.base_view()
-            it = b.itemsize
-            v = (np.empty(p.shape, p.dtype) if p.size == 0 else
-                 np.lib.stride_tricks.as_strided(b[off:], p.shape, [s * it for s in st]))
+            v = strided(np.ascontiguousarray(val(base)), off, p.shape, st)
         elif p.state == NEW:
             v = run_refop(p, val)
         else:

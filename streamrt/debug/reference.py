@@ -7,6 +7,7 @@ import numpy as np
 
 from ..executors.base import run_refop
 from ..scheduler import cscheduler
+from ..scheduler.workqueue import strided
 
 
 def ref_of(p):
@@ -29,11 +30,7 @@ def ref_of(p):
 
 def _view_of(p, base_ref):
     _, off, st = p.base_view()
-    flat = np.ascontiguousarray(base_ref).reshape(-1)
-    if p.size == 0:
-        return np.empty(p.shape, p.dtype)
-    it = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat[off:], p.shape, [s * it for s in st])
+    return strided(np.ascontiguousarray(base_ref), off, p.shape, st)
 
 
 def shadow(port):

@@ -16,6 +16,7 @@ import numpy as np
 from .. import stats
 from ..config import settings
 from ..ops import REDUCTIONS
+from ..scheduler.workqueue import strided
 from .base import Executor, ref_value, scalar_value
 
 _task_ids = itertools.count(1)
@@ -72,7 +73,7 @@ class DistValue:
         only the chunks whose rows it touches."""
         if self._host is not None or self.bounds is None or self.nchunks == 1 or not shape \
                 or math.prod(shape) == 0:
-            return _strided(self.host(), off, shape, st)
+            return strided(np.asarray(self.host()), off, shape, st)
         R = math.prod(self.shape[1:])
         lo, hi = _extent(off, shape, st)
         b0, b1 = lo // R, hi // R + 1
@@ -82,7 +83,7 @@ class DistValue:
         c0 = self.bounds[idxs[0]]
         a = parts[0] if len(parts) == 1 else np.concatenate(parts)
         a = np.ascontiguousarray(a, dtype=self.dtype)
-        return np.array(_strided(a, off - c0 * R, shape, st))
+        return np.array(strided(np.asarray(a), off - c0 * R, shape, st))
 
 
 PENDING = DistValue((), None, None, None)   # placeholder: computed on the cluster, not launched
@@ -95,12 +96,6 @@ def _client_of(refs):
             return c
     from .. import distributed
     return distributed.get_client()
-
-
-def _strided(a, off, shape, st):
-    flat = np.asarray(a).reshape(-1)
-    return np.lib.stride_tricks.as_strided(flat[off:], tuple(shape),
-                                           [s * flat.itemsize for s in st])
 
 
 def _extent(off, shape, st):
@@ -233,7 +228,7 @@ def run_whole(spec, args):
         else:
             _, pieces, off, shape, st, view = a
             base = _assemble(pieces)
-            vals.append(np.array(_strided(base, off, shape, st)) if view else base)
+            vals.append(np.array(strided(np.asarray(base), off, shape, st)) if view else base)
     return np.ascontiguousarray(run_refop(spec, lambda i: vals[i]))
 
 

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from .. import dtypes as D
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
+from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
 from .errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
                      StreamrtOverflowError, callsite, record_error)
 
@@ -329,14 +329,6 @@ def scatter(arr, key, value, site=None, flat=False):
     new.nrefs -= 1
 
 
-def _region(old, off, shape, st):
-    flat = old.reshape(-1)
-    it = flat.itemsize
-    if not flat.size:
-        return np.empty(shape, old.dtype)
-    return np.lib.stride_tricks.as_strided(flat[off:], shape, [s * it for s in st])
-
-
 def run_gather(p, a, *arrays):
     return np.asarray(a)[rebuild_key(p.params[0], arrays)]
 
@@ -344,11 +336,11 @@ def run_gather(p, a, *arrays):
 def run_scatter(p, old, value, *arrays):
     spec, off, shape, st, flat = p.params
     out = np.array(old, copy=True, order="C")
-    target = _region(out, off, shape, st)
+    target = strided(out, off, shape, st)
     if flat:
         target = target.reshape(-1)          # a copy for a non-contiguous view: write back
         target[rebuild_key(spec, arrays)] = value
-        _region(out, off, shape, st)[...] = target.reshape(shape)
+        strided(out, off, shape, st)[...] = target.reshape(shape)
     else:
         target[rebuild_key(spec, arrays)] = value
     return out

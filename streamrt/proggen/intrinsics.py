@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..scheduler.workqueue import strided
+
 
 def update(p, old, value):
     """A region write ``base[region] = value`` (region: element offset, shape, strides)."""
     off, shape, st = p.params
     out = np.array(old, copy=True, order="C")
-    flat = out.reshape(-1)
-    if flat.size:
-        it = flat.itemsize
-        region = np.lib.stride_tricks.as_strided(flat[off:], shape, [s * it for s in st])
-        region[...] = value
+    strided(out, off, shape, st)[...] = value
     return out
 
 

@@ -79,15 +79,21 @@ class Port:
             base, off, st = self.base_view()
             if hasattr(base.value, "host_view"):      # held by Dask workers: gather what is read
                 return base.value.host_view(off, self.shape, st)
-            flat = _host(base.value).reshape(-1)
-            it = flat.itemsize
-            if self.size == 0:
-                return np.empty(self.shape, self.dtype)
-            return np.lib.stride_tricks.as_strided(flat[off:], self.shape, [s * it for s in st])
+            return strided(_host(base.value), off, self.shape, st)
         return _host(self.value)
 
     def __repr__(self):
         return f"Port#{self.id}({self.kind}:{self.op} {self.dtype}{list(self.shape)})"
+
+
+def strided(a, off, shape, st):
+    """A view of C-ordered ndarray ``a``: element offset ``off``, ``shape``, element strides
+    ``st`` (a fresh empty array when nothing is viewed)."""
+    flat = a.reshape(-1)
+    shape = tuple(shape)
+    if flat.size == 0 or 0 in shape:
+        return np.empty(shape, a.dtype)
+    return np.lib.stride_tricks.as_strided(flat[off:], shape, [s * flat.itemsize for s in st])
 
 
 def _host(v):
