@@ -10,6 +10,8 @@ kernels from disk instead of compiling them."""
 import os
 import tempfile
 
+# CI sets this: the OpenCL suites must run there (PoCL is installed), not skip silently
+_require_opencl = os.environ.get("STREAMRT_TEST_REQUIRE_OPENCL") == "1"
 _cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
     tempfile.gettempdir(), f"streamrt-test-cache-{os.getuid()}")
 for _k in [k for k in os.environ if k.startswith("STREAMRT_")]:
@@ -24,6 +26,14 @@ import streamrt as ps
 # Hypothesis' own files (it writes some even without an example database) go there too
 hypothesis.configuration.set_hypothesis_home_dir(
     os.path.join(tempfile.gettempdir(), f"streamrt-test-hypothesis-{os.getuid()}"))
+
+
+def pytest_configure(config):
+    if _require_opencl:
+        from helpers import OPENCL
+        if not OPENCL:
+            raise pytest.UsageError("STREAMRT_TEST_REQUIRE_OPENCL=1 but no OpenCL device works "
+                                    "here: the OpenCL suites would be skipped")
 
 
 @pytest.fixture

@@ -316,7 +316,7 @@ C_OPS = {
     "hypot": _math("hypot"),
 }
 # counter-based RNG (rngcore.c_source): int64 key/counter parameters, the flat index appended
-for _g, _gen in enumerate(("philox", "fast")):
+for _g, _gen in enumerate(rngcore.GENERATORS):
     C_OPS[f"random_uniform_{_gen}"] = (
         lambda d, dt, a, g=_g: f"srr_uniform_{'f32' if dt == D.float32 else 'f64'}({g}, "
                                f"{', '.join(a)})")
