@@ -438,24 +438,10 @@ def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None):
     write_region(self, off, self.shape, st, r, site, owned=True)
 
 
-def _m_argsort(self, axis=-1, kind=None, order=None, *, stable=None):
-    site = callsite()
-    p, ax, kind = _sort_args(self, axis, kind, stable, site, "argsort")
-    return _intrinsic("argsort", D.int64, p.shape, (p,), (ax, kind), site)
-
-
-def _m_cumsum(self, axis=None, dtype=None, out=None):
-    return _scan("cumsum", self, axis, dtype, callsite())
-
-
-def _m_cumprod(self, axis=None, dtype=None, out=None):
-    return _scan("cumprod", self, axis, dtype, callsite())
-
-
 Array.sort = _m_sort
-Array.argsort = _m_argsort
-Array.cumsum = _m_cumsum
-Array.cumprod = _m_cumprod
+Array.argsort = argsort           # the functions take the array first: they are the methods
+Array.cumsum = cumsum
+Array.cumprod = cumprod
 Array.__matmul__ = lambda self, other: _matmul(self, other, callsite())
 Array.__rmatmul__ = lambda self, other: _matmul(other, self, callsite())
 
