@@ -303,17 +303,10 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
                                                                          "trace")[0]
     if a1 == a2:
         raise record_error(ArgumentError, "trace: axis1 and axis2 cannot be the same", site)
-    base, off, st = p.base_view()
-    n1, n2 = p.shape[a1], p.shape[a2]
-    k = int(offset)
-    if k >= 0:
-        length, off = builtins.max(0, builtins.min(n1, n2 - k)), off + k * st[a2]
-    else:
-        length, off = builtins.max(0, builtins.min(n1 + k, n2)), off - k * st[a1]
-    rest = [d for d in range(nd) if d not in (a1, a2)]
-    diag = _view(p, off if length else 0, [p.shape[d] for d in rest] + [length],
-                 [st[d] for d in rest] + [st[a1] + st[a2]], site)
-    return record_reduce("sum", diag, (len(rest),), False, dtype, site=site)
+    from .shape import diagonal_region
+    off, shape, strides = diagonal_region(p, int(offset), a1, a2)
+    diag = _view(p, off, shape, strides, site)
+    return record_reduce("sum", diag, (nd - 2,), False, dtype, site=site)
 
 
 def matrix_transpose(x, /):

@@ -98,19 +98,24 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     ax1, ax2 = (normalize_axes(x, a.ndim, site, "diagonal")[0] for x in (axis1, axis2))
     if ax1 == ax2:
         raise record_error(ShapeError, "axis1 and axis2 cannot be the same", site)
-    _, off, st = a._port.base_view()
-    n1, n2 = a.shape[ax1], a.shape[ax2]
-    k = int(offset)
+    off, shape, strides = diagonal_region(a._port, int(offset), ax1, ax2)
+    return _view(a._port, off, shape, strides, site, src=a)
+
+
+def diagonal_region(p, k, ax1, ax2):
+    """(element offset, shape, strides) in its base of diagonal ``k`` of port ``p`` over axes
+    ``ax1``, ``ax2`` (normalised, distinct): the other axes, then the diagonal."""
+    _, off, st = p.base_view()
+    n1, n2 = p.shape[ax1], p.shape[ax2]
     if k >= 0:
         n = builtins.max(0, builtins.min(n1, n2 - k))
         start = k * st[ax2] if n else 0
     else:
         n = builtins.max(0, builtins.min(n1 + k, n2))
         start = -k * st[ax1] if n else 0
-    rest = [i for i in range(a.ndim) if i not in (ax1, ax2)]
-    shape = [a.shape[i] for i in rest] + [n]
-    strides = [st[i] for i in rest] + [st[ax1] + st[ax2]]
-    return _view(a._port, off + start, shape, strides, site, src=a)
+    rest = [i for i in range(len(p.shape)) if i not in (ax1, ax2)]
+    return (off + start, [p.shape[i] for i in rest] + [n],
+            [st[i] for i in rest] + [st[ax1] + st[ax2]])
 
 
 @_export
