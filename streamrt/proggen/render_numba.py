@@ -40,6 +40,22 @@ def cast(expr, src, dst):
     return f"{npname(dst)}({expr})"
 
 
+def map_line(p, n, local):
+    """``v{n} = ...``: map port ``p`` computed from the names in ``local`` (port id -> (name,
+    dtype)), its operands cast to the loop dtype; ``local`` gains ``p``."""
+    op = OPS[p.op]
+    ld = p.loop_dtype
+    args = tuple(cast(local[i.id][0], local[i.id][1], w)
+                 for i, w in zip(p.inputs, operand_dtypes(p)))
+    if op.counter:
+        args += ("ei",)
+    expr = numba_expr(op, ld, args)
+    local[p.id] = (f"v{n}", p.dtype)
+    if p.dtype == D.bool_:
+        return f"v{n} = {expr}" if op.loop == "in" or ld == D.bool_ else f"v{n} = ({expr}) != 0"
+    return f"v{n} = {npname(p.dtype)}({expr})"
+
+
 def render(k):
     """(source, function name, index table values, partials spec) for Kernel ``k``."""
     tbl, hdr, kept_n, _, names, iname = index_table(k, "{name} = D[{i}]")
@@ -57,19 +73,7 @@ def render(k):
         local[s.id] = (f"p{si}", s.dtype)
     for n, p in enumerate(k.ops):
         if p.kind == "map":
-            op = OPS[p.op]
-            ld = p.loop_dtype
-            want = operand_dtypes(p)
-            args = tuple(cast(local[i.id][0], local[i.id][1], w) for i, w in zip(p.inputs, want))
-            if op.counter:
-                args += ("ei",)
-            expr = numba_expr(op, ld, args)
-            if p.dtype == D.bool_:
-                body.append(f"v{n} = {expr}" if op.loop == "in" or ld == D.bool_
-                            else f"v{n} = ({expr}) != 0")
-            else:
-                body.append(f"v{n} = {npname(p.dtype)}({expr})")
-            local[p.id] = (f"v{n}", p.dtype)
+            body.append(map_line(p, n, local))
         elif is_update(p):
             # a region write: the value, cast to the array's dtype, is stored into the region
             v, vdt = local[p.inputs[1].id]

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
-from ..ops import OPS, numba_expr, operand_dtypes
+from ..ops import OPS
 from ..scheduler.workqueue import NEW
-from .render_numba import HEADER, cast, npname
+from .render_numba import HEADER, cast, map_line, npname
 
 SCANS = ("cumsum", "cumprod")
 
@@ -123,17 +122,7 @@ def render(ops, leaves, p):
         local[s.id] = (f"p{n}", s.dtype)
     body = []
     for n, q in enumerate(ops):
-        op = OPS[q.op]
-        ld = q.loop_dtype
-        want = operand_dtypes(q)
-        args = tuple(cast(local[i.id][0], local[i.id][1], w) for i, w in zip(q.inputs, want))
-        expr = numba_expr(op, ld, args)
-        if q.dtype == D.bool_:
-            body.append(f"v{n} = {expr}" if op.loop == "in" or ld == D.bool_
-                        else f"v{n} = ({expr}) != 0")
-        else:
-            body.append(f"v{n} = {npname(q.dtype)}({expr})")
-        local[q.id] = (f"v{n}", q.dtype)
+        body.append(map_line(q, n, local))
     root = p.inputs[0]
     dt = p.dtype
     upd = "+" if p.op == "cumsum" else "*"
