@@ -10,8 +10,9 @@
    stubbed out, so only signature, port re-creation and submission are timed) and end to end
    (call + read), against the same body in eager NumPy.
 3. A second process: its first call (Numba import + kernels loaded from the disk cache +
-   ProgGen) against its warm call, and Numba's one-time start-up (``import numba`` + a
-   trivial njit call in a fresh process).
+   ProgGen, with the cold tier off) against its warm call, and Numba's one-time start-up
+   (``import numba`` + a trivial njit call in a fresh process); and the first call with the
+   cold tier on (the default: the first small trace runs on the NumPy interpreter).
 4. A program with no repetition (every flush a new trace): trace cache on vs off.
 
 Every figure is the median of >= 5 repetitions. Kernels are cached under a fresh temporary
@@ -192,9 +193,11 @@ print(time.perf_counter() - t0)
 """
 
 
-def _run(code, cache):
+def _run(code, cache, cold_tier=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
     env["STREAMRT_CACHE_DIR"] = cache
+    # the kernel path is measured with the cold tier off (it would interpret the first call)
+    env["STREAMRT_COLD_INTERPRET"] = "1" if cold_tier else "0"
     env["NUMBA_CACHE_DIR"] = cache             # (only matters for NUMBA_CHILD: nothing cached)
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        check=True)
@@ -209,10 +212,12 @@ def bench_second_process():
         runs = [_run(CHILD, cache) for _ in range(5)]
         assert all(r["compiled"] == 0 and r["loaded"] >= 1 for r in runs), runs
         numba_start = statistics.median(_run(NUMBA_CHILD, cache) for _ in range(5))
+        tiered = [_run(CHILD, cache, cold_tier=True) for _ in range(5)]
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     med = lambda k: statistics.median(r[k] for r in runs)  # noqa: E731
-    return first["first"], med("first"), med("warm"), med("import"), numba_start
+    cold = statistics.median(r["first"] for r in tiered)
+    return first["first"], med("first"), med("warm"), med("import"), numba_start, cold
 
 
 # ---- 4. no repetition: trace cache on vs off ---------------------------------------------------
@@ -248,7 +253,7 @@ def main():
         sr_op, np_op, rec_op = bench_trace_path()
         app, e2e, np20 = bench_macro()
         miss_on, miss_off = bench_no_repetition()
-        first_fill, first2, warm2, imp2, numba_start = bench_second_process()
+        first_fill, first2, warm2, imp2, numba_start, cold = bench_second_process()
     finally:
         shutil.rmtree(CACHE, ignore_errors=True)
     rows = [
@@ -267,7 +272,8 @@ def main():
         else:
             print(f"{name:46s} {a:10.2f} {b:10.2f} {a - b:+10.2f}  {unit}")
     print()
-    print("second process (same cache directory, median of 5 processes):")
+    print("second process (same cache directory, median of 5 processes; kernel path: "
+          "STREAMRT_COLD_INTERPRET=0):")
     print(f"  first call in the process that compiled      {first_fill * 1e3:9.1f} ms")
     print(f"  first call in a second process               {first2 * 1e3:9.1f} ms")
     print(f"  warm call (trace-cache hit)                  {warm2 * 1e3:9.3f} ms")
@@ -275,6 +281,8 @@ def main():
     ratio = first2 / (1.5 * warm2 + numba_start)
     print(f"  first / (1.5 x warm + Numba start-up)        {ratio:9.2f}")
     print(f"  (import streamrt in the child: {imp2 * 1e3:.1f} ms, not in the first call)")
+    print(f"  first call with the cold tier (the default: NumPy interpreter, no Numba) "
+          f"{cold * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

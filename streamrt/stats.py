@@ -16,7 +16,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "compile_seconds", "inline_sequences", "reference_mismatches",
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
         # placement (scheduler/placement.py) and device memory (executors/device.py)
-        "placements_cpu", "placements_opencl", "placements_cuda", "placement_explorations",
+        "placements_cpu", "placements_interpreted", "placements_opencl", "placements_cuda", "placement_explorations",
         "device_spills",
         "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks",
         # distributed execution (executors/dask.py)

@@ -34,6 +34,7 @@ print(json.dumps({"ok": ok, "stats": ps.runtime_stats(), "info": ps.cache_info()
 def _env(cache_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
     env["STREAMRT_CACHE_DIR"] = str(cache_dir)
+    env["STREAMRT_COLD_INTERPRET"] = "0"       # (the cold tier would interpret the first run)
     return env
 
 

@@ -39,6 +39,11 @@ def get(name=None):
         return ex
 
 
+def created(name):
+    """Has executor ``name`` been created in this process (for 'cpu': is Numba loaded)?"""
+    return name in _instances
+
+
 def has_device_executor():
     """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
     return any(ex.name in ("opencl", "cuda") for ex in _instances.values())
