@@ -53,6 +53,7 @@ def test_pending_table_parks_and_hands_back():
 class FakeExecutor:
     """Records launched programs; the test decides when (and in which order) they complete."""
     name = "fake"
+    in_order = False        # completes in any order: dependents must be parked
 
     def __init__(self):
         self.cond = threading.Condition()
@@ -162,6 +163,58 @@ def test_escheduler_delivers_an_error_to_dependents_only(sched):
     assert len(es.table) == 0
     with flow.cond:
         assert flow.cond.wait_for(lambda: flow.inflight == 0, timeout=30)
+
+
+def test_in_order_executor_gets_dependents_queued_at_once(sched):
+    """An executor that runs its queue in order receives a program whose inputs its earlier
+    programs compute without waiting for their completion (no hand-off per program)."""
+    es, flow = sched
+
+    class InOrder(FakeExecutor):
+        in_order = True
+
+    ex = InOrder()
+    (a, b, c, d), P, seq = _diamond()
+    flow.acquire()
+    es.submit(seq, ex)
+    assert ex.wait_launched(4) == [P[k] for k in "ABCD"]    # nothing parked
+    for k in "ABCD":
+        ex.complete(P[k])
+    _wait(es, a, b, c, d)
+    assert all(p.state == DONE for p in (a, b, c, d)) and len(es.table) == 0
+    assert not es.queued
+    with flow.cond:
+        assert flow.cond.wait_for(lambda: flow.inflight == 0, timeout=30)
+
+
+def test_in_order_worker_skips_programs_after_a_failed_input(sched):
+    """The real worker thread (executors/base.py): a queued program whose input's producer
+    failed is not run, and its outputs fail with the producer's error."""
+    from streamrt.executors.base import Executor
+    es, flow = sched
+    ran = []
+
+    class Failing(Executor):
+        name = "failing"
+
+        def launch(self, prog):
+            ran.append(prog.ops[0].op)
+            if prog.ops[0].op == "exp":
+                raise RuntimeError("kernel on fire")
+            for p in prog.outputs:
+                p.value[...] = 1.0
+
+    ex = Failing()
+    (a, b, c, d), P, seq = _diamond()
+    flow.acquire()
+    es.submit(seq, ex)
+    _wait(es, a, b, c, d)
+    ex.stop()
+    assert ran == ["exp", "cos"]                   # sin (reads a) and add (reads b) skipped
+    assert c.state == DONE
+    for p in (a, b, d):
+        assert p.state == FAILED and "RuntimeError: kernel on fire" in str(p.error)
+    assert len(es.table) == 0 and not es.queued
 
 
 def test_escheduler_survives_an_executor_that_raises(sched):

@@ -28,6 +28,10 @@ def alloc_outputs(prog, ex):
 class Executor:
     name = "base"
     caps = {"fuse": True, "renderer": None, "max_ops": 128}
+    # Programs submitted run one at a time in submission order on the worker thread, so the
+    # E-Scheduler may submit a program whose inputs are still being computed by programs
+    # queued before it here (scheduler/escheduler.py). Executors that reorder set False.
+    in_order = True
 
     def __init__(self):
         self._q = queue.SimpleQueue()
@@ -88,13 +92,18 @@ class Executor:
                 msg[1].set()
                 continue
             _, prog, on_done = msg
-            err = None
+            # an input produced by a program queued before this one that failed: not run
+            err = next((d.error for d in prog.deps() if d.error is not None), None)
             t0 = time.perf_counter()
-            try:
-                with self.run_lock:
-                    self.launch(prog)
-            except BaseException as e:  # noqa: BLE001 - delivered to the application
-                err = e
+            if err is None:
+                try:
+                    with self.run_lock:
+                        self.launch(prog)
+                except BaseException as e:  # noqa: BLE001 - delivered to the application
+                    err = e
+            if err is not None:
+                for p in prog.outputs:          # seen by the programs queued after this one
+                    p.error = err
             dt = time.perf_counter() - t0
             prof = collector._active
             if prof is not None and err is None:

@@ -117,6 +117,9 @@ class DeviceExecutor(Executor):
     name = "device"
     dialect = "opencl"
     max_events = 32            # kernels in flight before the worker waits for the oldest
+    # outputs are allocated when a program is handed to the worker: queuing programs ahead of
+    # their inputs would hold device memory early and let a spill race a queued reader
+    in_order = False
 
     def __init__(self):
         super().__init__()

@@ -30,8 +30,10 @@ def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset
     # region writes wait for (and copy or reuse) their base
     inputs += [a.port.inputs[0] for a in k.stores if a.role in ("copy", "alias")]
     outputs = [a.port for a in k.stores] + list(k.reductions)
+    # (only this program's ops: the sequence-wide set would make every program -- and each
+    # instantiation of a cached template -- cost the size of the whole sequence)
     prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
-                   stored=frozenset(stored))
+                   stored=frozenset(p.id for p in ops if p.id in stored))
     if renderer != "numba" and _c_host(k):
         # no complex type in OpenCL/CUDA C: the device executor runs this kernel on the CPU
         prog.source, prog.fn, prog.table, prog.partials = None, "host", None, None

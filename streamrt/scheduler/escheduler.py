@@ -31,6 +31,11 @@ class EScheduler:
         # parked programs wait for: run_inline posts ("inline_done", prog) when they are done
         self.inline_waits = set()
         self.wlock = threading.Lock()
+        # outputs of programs handed to an in-order executor and not completed yet (E-Scheduler
+        # thread only): a program that reads only such ports, on the same executor, is
+        # launched at once -- the executor runs its queue in order -- instead of waiting for a
+        # completion message (two thread hand-offs per dependent program saved)
+        self.queued = {}
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
         self.thread.start()
         self.launch_log = None     # tests may set a list: program launch order
@@ -153,12 +158,16 @@ class EScheduler:
             self._try(prog)
 
     def _try(self, prog):
+        ex = prog.executor
+        ordered = getattr(ex, "in_order", False) and on_complete is None
         for dep in prog.deps():
             if dep.state == FAILED:
                 self._finish(prog, dep.error)
                 return
             if dep.state != DONE:
                 if self.table.pending(dep):
+                    if ordered and self.queued.get(dep.id) is ex:
+                        continue            # queued before this one on the same executor
                     self.table.park(prog, dep)
                     return
                 # a port of another thread's queue not flushed yet cannot occur: the read
@@ -173,10 +182,12 @@ class EScheduler:
                 if inline:
                     return
                 return self._try(prog)          # it completed meanwhile: check again
-        ex = prog.executor
         alloc_outputs(prog, ex)
         if self.launch_log is not None:
             self.launch_log.append(prog)
+        if ordered:
+            for p in prog.outputs:
+                self.queued[p.id] = ex
         ex.submit(prog, self._on_done)
 
     def _on_done(self, prog, err, seconds):
@@ -190,6 +201,9 @@ class EScheduler:
         self._finish(prog, err)
 
     def _finish(self, prog, err):
+        if self.queued:
+            for p in prog.outputs:
+                self.queued.pop(p.id, None)
         self._settle(prog, err)
         self._retry(prog)
         seq = prog.seq
