@@ -130,7 +130,7 @@ _thread_dicts: list = []       # every thread's cached values (invalidated by se
 def _invalidate(names=None):
     for d in list(_thread_dicts):
         for k in list(d):
-            if k != "_overrides" and (names is None or k in names):
+            if k != "_overrides" and (names is None or k in names or k == "_settings_key"):
                 d.pop(k, None)
 
 
@@ -161,13 +161,13 @@ def override(**kw):
     old = dict(settings._overrides)
     settings._overrides.update(kw)
     d = settings.__dict__
-    for k in kw:
+    for k in (*kw, "_settings_key"):       # (caches/keys.py keeps the key settings there)
         d.pop(k, None)
     try:
         yield
     finally:
         settings._overrides = old
-        for k in kw:
+        for k in (*kw, "_settings_key"):
             d.pop(k, None)
 
 

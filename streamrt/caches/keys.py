@@ -62,8 +62,11 @@ def _external(port, num, kports):
 
 def trace_entry(port, num, kports):
     """The key entry of one recorded op; assigns numbers to its new inputs and to itself."""
-    ins = tuple([n if (n := num.get(i.id)) is not None else _external(i, num, kports)
-                 for i in port.inputs])
+    get = num.get
+    ins = []
+    for i in port.inputs:           # (a loop, not a comprehension: this runs for every op)
+        n = get(i.id)
+        ins.append(n if n is not None else _external(i, num, kports))
     num[port.id] = len(kports)
     kports.append(port)
     s = port.site
@@ -71,7 +74,22 @@ def trace_entry(port, num, kports):
     # id(code): the cached template keeps the code object alive (through its call sites), so
     # the id cannot be reused while the key is cached; hashing a code object is much slower.
     return (id(s.code), s.lasti, port.kind, port.op, _hashable(params) if params else params,
-            port.dtype, port.shape, port.loop_dtype, ins)
+            port.dtype, port.shape, port.loop_dtype, tuple(ins))
+
+
+class TraceKey(tuple):
+    """A trace-cache key (settings, key entries, released flags, macro key) that hashes once:
+    a lookup, its LRU bookkeeping and an insert probe several dicts with the same key, and
+    hashing a few hundred entries costs ~10 us each time."""
+
+    def __hash__(self):
+        return self.h
+
+
+def trace_key(backend, kparts, released, macro_key) -> TraceKey:
+    k = TraceKey((settings_key(backend), tuple(kparts), released, macro_key))
+    k.h = tuple.__hash__(k)
+    return k
 
 
 def placement_key(kparts) -> tuple:
@@ -81,6 +99,15 @@ def placement_key(kparts) -> tuple:
 
 
 def settings_key(backend: str) -> tuple:
-    """The settings that change generated code (part of every trace and macro key)."""
+    """The settings that change generated code (part of every trace and macro key); kept per
+    thread until a setting changes (config._invalidate / override drop it)."""
     from ..config import FLAGS, settings
-    return (backend,) + tuple(getattr(settings, k) for k, f in FLAGS.items() if f.in_key)
+    d = settings.__dict__
+    memo = d.get("_settings_key")
+    if memo is None:
+        memo = d["_settings_key"] = {}
+    k = memo.get(backend)
+    if k is None:
+        k = memo[backend] = (backend,) + tuple(getattr(settings, n) for n, f in FLAGS.items()
+                                               if f.in_key)
+    return k

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from sys import _getframe
 
 import numpy as np
 
@@ -13,6 +14,8 @@ from ..config import settings
 from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
+from ..scheduler.workqueue import _local as _tls
+from .errors import _INTERNAL, CallSite
 from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, StreamrtAxisError,
                      StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
                      record_error)
@@ -31,8 +34,15 @@ def _foreign_inputs(port, q):
 
 
 def _enqueue(port):
-    q = current_queue()
-    _foreign_inputs(port, q)
+    try:
+        q = _tls.q
+    except AttributeError:
+        q = current_queue()
+    for inp in port.inputs:
+        iq = inp.queue
+        if iq is not q and iq is not None:      # recorded by another thread (rare)
+            _foreign_inputs(port, q)
+            break
     port.queue = q
     n = q.pending_computes
     if n >= settings.queue_threshold and q.recording is None:
@@ -672,7 +682,10 @@ def _binop(name, reflected=False):
         return r
 
     def f(self, other):
-        site = callsite()
+        fr = _getframe(1)
+        c = fr.f_code
+        # the caller is the user's code (known not internal): its site without the walk
+        site = CallSite(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
         r = fast(self, other, site)
         return r if r is not None else slow(self, other, site)
     f.__name__ = name

@@ -168,12 +168,15 @@ def _small_on_host(entries, limit):
     devices_used = registry.has_device_executor()
     where = _where if len(_where) else None
     nd = np.ndarray
+    shape = None
     for e in entries:
         if e[0] != "compute":
             continue
         p = e[1]
-        if p.size >= limit:
-            return False
+        if p.shape is not shape:            # (most entries share their shape object)
+            shape = p.shape
+            if p.size >= limit:
+                return False
         if devices_used:
             for i in p.inputs:
                 b = i.inputs[0] if i.kind == "view" else i
