@@ -25,6 +25,21 @@ def alloc_outputs(prog, ex):
             p.value = ex.alloc(p.shape, p.dtype)
 
 
+def kernel_partials(spec, n):
+    """The scratch arguments of a Numba reduction kernel (proggen/render_numba.py): per-chunk
+    partials (``n`` = K * C elements of each dtype) and, for blocked reductions, one
+    (threads, BLOCK) block per reduction (``("block", dtype)``)."""
+    out = []
+    for s in spec:
+        if isinstance(s, tuple):
+            import numba
+            from ..proggen.render_numba import BLOCK
+            out.append(np.empty((numba.config.NUMBA_NUM_THREADS, BLOCK), s[1]))
+        else:
+            out.append(np.empty(n, s))
+    return out
+
+
 class Executor:
     name = "base"
     caps = {"fuse": True, "renderer": None, "max_ops": 128}

@@ -12,7 +12,7 @@ import numpy as np
 from .. import stats
 from ..caches import program_cache
 from ..config import settings
-from .base import Executor, run_refop, scalar_value, ref_value
+from .base import Executor, kernel_partials, ref_value, run_refop, scalar_value
 
 _layer_lock = threading.Lock()
 _layer_set = False
@@ -180,8 +180,7 @@ class CPUExecutor(Executor):
             C = chunks_for(K, k.red[0] if k.red else 1)
             for r in k.reductions:
                 args.append(r.value.reshape(-1))
-            for dt in prog.partials:
-                args.append(np.empty(K * C, dt))
+            args += kernel_partials(prog.partials, K * C)
             args.append(C)
         serial = k.elements <= settings.serial_elements
         program_cache.call(d, serial, args)

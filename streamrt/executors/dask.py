@@ -17,7 +17,7 @@ from .. import stats
 from ..config import settings
 from ..ops import REDUCTIONS
 from ..scheduler.workqueue import strided
-from .base import Executor, ref_value, scalar_value
+from .base import Executor, kernel_partials, ref_value, scalar_value
 
 _task_ids = itertools.count(1)
 
@@ -140,7 +140,7 @@ def _kernel_outputs(k, table, bufs, stores, scalars, reds, partials, K, shifts):
     routs = [np.empty(s, d) for s, d in reds]
     if reds:
         args += [r.reshape(-1) for r in routs]
-        args += [np.empty(K, d) for d in partials]
+        args += kernel_partials(partials, K)
         args.append(1)
     program_cache.call(k, True, args)      # serial: Dask's parallelism is across chunks
     for j, shift in shifts:
