@@ -277,9 +277,11 @@ def _fold_block(src, k):
         _, _, _, acc_dt = reduce_params(p)
         comb = REDUCTIONS[p.op].combine
         names = [f"acc{j}"] + [f"acc{j}_{lane}" for lane in range(1, LANES)]
-        while len(names) > 1:               # pairwise: (a0 + a1) + (a2 + a3)
-            names = [comb.format(acc=a, v=b) for a, b in zip(names[::2], names[1::2])]
-        src(2, f"acc{j} = {cast(names[0], None, acc_dt) if acc_dt != D.bool_ else names[0]}")
+        while len(names) > 1:               # pairwise: (a0 + a1) + (a2 + a3), one per line
+            for a, b in zip(names[::2], names[1::2]):
+                e = comb.format(acc=a, v=b)
+                src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
+            names = names[::2]
 
 
 def source_key(source: str) -> str:
