@@ -48,7 +48,9 @@ def _write_atomic(path, text):
 def module_text(source: str, fn: str) -> str:
     """The module written to disk: the parallel kernel and its serial twin."""
     head, sep, body = source.partition(f"def {fn}(")
-    serial = body.replace("prange(", "range(")
+    # (a serial call may come from any thread -- a Dask worker's, the application's -- where
+    # numba.get_thread_id() is not a team index: the one scratch row of a blocked reduction)
+    serial = body.replace("prange(", "range(").replace("get_thread_id()", "0")
     sdeco = "@njit(nogil=True, cache=True, error_model='numpy')"
     return f"{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
 
