@@ -348,3 +348,27 @@ def test_async_program_waits_for_a_port_another_thread_computes_inline(monkeypat
     np.testing.assert_array_equal(box["a"], (m @ m) * 2.0)
     assert not isinstance(res["z"], Exception), res["z"]
     np.testing.assert_array_equal(res["z"], (m @ m) * 2.0 + 1.0)
+
+
+def test_released_buffers_are_dropped_after_their_last_reader(monkeypatch):
+    """Buffers of a sequence that the application already released live only until their last
+    reader in the sequence has run (not until the whole sequence completes)."""
+    from streamrt.executors.cpu import CPUExecutor
+    outs, seen = [], []
+    orig = CPUExecutor.launch
+
+    def launch(self, prog):
+        seen.append([o.value is None for o in outs])
+        orig(self, prog)
+        outs.extend(prog.outputs)
+
+    a = np.arange(1000, dtype=np.float64)
+    with ps.config.override(fusion=False):        # one kernel per op: every result is stored
+        x = ps.asarray(a)
+        y = (((x + 1.0) * 2.0) - 3.0) / 4.0
+        monkeypatch.setattr(CPUExecutor, "launch", launch)
+        got = np.asarray(y)
+    # each intermediate is gone once the next op has read it; the result y is kept
+    assert seen == [[], [False], [True, False], [True, True, False]]
+    assert outs[-1].value is not None
+    np.testing.assert_array_equal(got, (((a + 1.0) * 2.0) - 3.0) / 4.0)

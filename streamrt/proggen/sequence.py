@@ -62,7 +62,7 @@ def weights(ops):
 
 
 class ProgramSequence:
-    __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing")
+    __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing", "transient")
 
     def __init__(self, programs, dead, groups=None):
         self.programs = programs
@@ -71,6 +71,54 @@ class ProgramSequence:
         self.groups = groups
         self.on_done = None
         self.timing = None          # scheduler/placement.py: run time of an auto-placed sequence
+        self.transient = None       # {port id: [port, readers left]} (see mark_transient)
+
+    def mark_transient(self):
+        """Called at the flush, while the work queue is locked: the buffers this sequence
+        writes (and the scratch buffers it fills) whose arrays the application has already
+        released. Only this sequence's programs can read them -- nothing recorded later can
+        name them -- so each is dropped as soon as its last reader here has run, instead of
+        living until the whole sequence completes (a 32-step wave loop: ~130 buffers of 32 MB
+        alive at once, and fresh pages faulted in at every run)."""
+        made = set()
+        for prog in self.programs:
+            for p in prog.outputs:
+                if p.nrefs <= 0 and p.kind != "view":
+                    made.add(p.id)
+        out = {}
+        for prog in self.programs:
+            for b in _bases(prog):
+                if b.id in made or (b.kind == "const" and b.params == ("scratch",)
+                                    and b.nrefs <= 0):
+                    e = out.get(b.id)
+                    if e is None:
+                        out[b.id] = [b, 1]
+                    else:
+                        e[1] += 1
+        self.transient = out or None
+
+    def done_reading(self, prog):
+        """``prog`` has run (or failed): drop the transient buffers it was the last to read."""
+        t = self.transient
+        if t is None:
+            return
+        for b in _bases(prog):
+            e = t.get(b.id)
+            if e is not None:
+                e[1] -= 1
+                if e[1] == 0:
+                    del t[b.id]
+                    b.value = None
+
+
+def _bases(prog):
+    """The ports whose buffers ``prog`` reads (a view's base), each once."""
+    seen = {}
+    for i in prog.inputs:
+        b = i.inputs[0] if i.kind == "view" else i
+        if b.kind != "scalar":
+            seen[b.id] = b
+    return seen.values()
 
 
 # ---- templates: a program sequence with its ports replaced by key numbers --------------------

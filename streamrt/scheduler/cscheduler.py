@@ -86,6 +86,8 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             if routed is not executor:           # reads arrays held by Dask workers
                 executor, placed = routed, None
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
+        if getattr(executor, "in_order", False) and not es_mod.keep_graph:
+            seq.mark_transient()
         if placed is not None:
             placement.start(seq, placed, executor)
         prof = collector._active

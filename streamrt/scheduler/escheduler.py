@@ -84,6 +84,7 @@ class EScheduler:
                 except Exception as e:  # noqa: BLE001 - delivered at the read
                     err = e
             self._settle(prog, err)
+            seq.done_reading(prog)
             # under the lock even when the set looks empty: _try may be adding one of these
             # ports right now, having seen it SUBMITTED before _settle (a lost wake-up)
             with self.wlock:
@@ -205,6 +206,8 @@ class EScheduler:
             for p in prog.outputs:
                 self.queued.pop(p.id, None)
         self._settle(prog, err)
+        if prog.seq is not None:
+            prog.seq.done_reading(prog)
         self._retry(prog)
         seq = prog.seq
         if seq is not None:
