@@ -106,6 +106,30 @@ for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "t
            "arcsinh", "arccosh", "arctanh"):
     _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True,
         aliases=(_n.replace("arc", "a"),) if _n.startswith("arc") else ())
+
+
+def _erf_dtypes(operands):
+    """scipy.special.erf's dtypes: float32 stays float32, every other real (bool, integers,
+    float64, Python scalars) gives float64; complex is refused."""
+    (o,) = operands
+    kind = o.kind if isinstance(o, np.dtype) else o
+    if kind == "c":
+        raise TypeError("erf of a complex argument is not supported (scipy.special.erf is; "
+                        "streamrt's erf is real only)")
+    out = D.float32 if o == D.float32 else D.float64
+    return out, out
+
+
+def _erf_ref(x):
+    from scipy.special import erf
+    if np.asarray(x).dtype.kind == "c":
+        raise TypeError("erf: complex argument")
+    return erf(x)
+
+
+# the ufunc name is scipy.special.erf's: that ufunc applied to an Array records this op
+_op("erf", "map", 1, "_erf_libm({0})", ufunc="erf", ref=_erf_ref, cost=30, float_tol=True,
+    dtypes=_erf_dtypes)
 _op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True, aliases=("atan2",))
 _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
 # ---- counter-based random numbers (streamrt/rngcore.py, streamrt/random.py) -----------------
@@ -297,6 +321,7 @@ def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
 # (|x| > 1.6e6) is a predicated libm call that stops LLVM vectorising, and pow is slower.
 VECMATH = {n: (D.float32, D.float64) for n in (
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sinh", "cosh", "tanh", "cbrt")}
+VECMATH["erf"] = (D.float32,)           # float64 erf: libm (no vectorised primitive yet)
 
 
 def _vecmath(name, fallback):

@@ -6,12 +6,18 @@ import numpy as np
 from numba import njit
 
 __all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
-           "_shl", "_shr"]
+           "_shl", "_shr", "_erf_libm"]
 
 from .cpu_rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
 from .cpu_rng import __all__ as _rng_all  # noqa: E402
 
 __all__ += _rng_all
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _erf_libm(x):
+    """erf by the C library (scalar): float64, and float32 with STREAMRT_FAST_MATH=0."""
+    return math.erf(x)
 
 
 @njit(inline="always", cache=True, error_model="numpy")

@@ -327,7 +327,7 @@ for _n, _s in (("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal
                ("greater", ">"), ("greater_equal", ">=")):
     C_OPS[_n] = _cmp(_s)
 for _n in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "sin", "cos",
-           "tan", "sinh", "cosh", "tanh"):
+           "tan", "sinh", "cosh", "tanh", "erf"):
     C_OPS[_n] = _math(_n)
 for _n in ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"):
     C_OPS[_n] = _math("a" + _n[3:])
