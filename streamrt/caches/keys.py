@@ -5,6 +5,8 @@ import functools
 import hashlib
 import os
 
+from ..config import FLAGS, settings
+
 
 @functools.lru_cache(maxsize=1)
 def compiler_versions() -> str:
@@ -101,7 +103,6 @@ def placement_key(kparts) -> tuple:
 def settings_key(backend: str) -> tuple:
     """The settings that change generated code (part of every trace and macro key); kept per
     thread until a setting changes (config._invalidate / override drop it)."""
-    from ..config import FLAGS, settings
     d = settings.__dict__
     memo = d.get("_settings_key")
     if memo is None:

@@ -169,6 +169,27 @@ def record_map(name, *args, site=None):
     return _enqueue(port)
 
 
+_UFAST: dict = {}      # (op, operand dtype) -> (out, loop dtypes), filled by record_map
+
+
+def record_unary(name, x, site):
+    """record_map for one operand: an Array (not a 0-d constant, which record_map folds) of a
+    dtype seen before takes the memoised path -- no operand conversion, broadcast or dtype
+    resolution -- to the same port record_map builds."""
+    if type(x) is Array:
+        p = x._port
+        if p.kind != "const" or p.shape:
+            key = (name, p.dtype)
+            dts = _UFAST.get(key)
+            if dts is not None:
+                return _enqueue(Port("map", name, dts[0], p.shape, (p,), (), site,
+                                     loop_dtype=dts[1]))
+            r = record_map(name, x, site=site)
+            _UFAST[key] = (r._port.dtype, r._port.loop_dtype)
+            return r
+    return record_map(name, x, site=site)
+
+
 def astype(x, dtype, site=None):
     site = site or callsite()
     try:
@@ -694,7 +715,7 @@ def _binop(name, reflected=False):
 
 def _unop(name):
     def f(self):
-        return record_map(name, self, site=callsite())
+        return record_unary(name, self, callsite())
     f.__name__ = name
     return f
 

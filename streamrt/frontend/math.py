@@ -10,8 +10,8 @@ import numpy as np
 from .. import dtypes as D
 from ..ops import OPS, REDUCTIONS
 from .array import (HANDLED_FUNCTIONS, Array, astype as _astype, broadcast_to as _broadcast_to,
-                    normalize_axes, operand, record_map, record_reduce, reshape as _reshape,
-                    transpose as _transpose)
+                    normalize_axes, operand, record_map, record_reduce, record_unary,
+                    reshape as _reshape, transpose as _transpose)
 from .errors import ArgumentError, callsite, record_error
 
 __all__ = []
@@ -25,7 +25,7 @@ def _make_map(name):
             if out is not None:
                 raise record_error(ArgumentError, f"{name}: out= is not supported (arrays "
                                    "are immutable; use the return value)", site)
-            r = record_map(name, x, site=site)
+            r = record_unary(name, x, site)
             return _astype(r, dtype, site=site) if dtype is not None else r
     elif op.arity == 2:
         def f(x1, x2, /, out=None, *, dtype=None):
