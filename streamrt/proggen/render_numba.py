@@ -121,11 +121,14 @@ def render(k):
               for a in accesses]
     arr = [f"s{ai}" if red and sliced[ai] else f"a{ai}" for ai in range(len(accesses))]
 
+    hoisted = set()         # loads invariant along the innermost loop, read before it
+
     def emit_element(depth, idx_exprs, ie=None):
         if ie is not None:
             src(depth, f"ei = {ie}")
         for ai in range(nload):
-            src(depth, f"x{ai} = {arr[ai]}[{idx_exprs[ai]}]")
+            if ai not in hoisted:
+                src(depth, f"x{ai} = {arr[ai]}[{idx_exprs[ai]}]")
         for line in body:
             src(depth, line)
         for si, a in enumerate(k.stores):
@@ -140,19 +143,25 @@ def render(k):
             if sliced[ai]:
                 src(1, f"a{ai} = a{ai}[{off}:]")
         iv = [f"i{d}" for d in range(nk)]
+        rowv = [nk >= 2 and sliced[ai] and ks[-1] == "1" for ai, (_, ks, _) in enumerate(names)]
+        idx = [iv[-1] if rowv[ai] else index(([] if sliced[ai] else [off]) + terms(iv, ks))
+               for ai, (off, ks, _) in enumerate(names)]
         for d in range(nk):
             src(1 + d, f"for i{d} in {'prange' if d == 0 else 'range'}(nk{d}):")
             if d == nk - 2:
                 # before the innermost loop: a row view of every access that is contiguous
                 # along it, so that its index there is the bare loop variable (vectorised,
-                # as for the 1-D case above; ``a0[i0 * sk0_0 + i1]`` is not: ~3x)
+                # as for the 1-D case above; ``a0[i0 * sk0_0 + i1]`` is not: ~3x) ...
                 for ai, (off, ks, _) in enumerate(names):
-                    if sliced[ai] and ks[-1] == "1":
-                        outer = terms(iv[:-1], ks[:-1])
-                        src(nk, f"w{ai} = a{ai}[{index(outer)}:]")
-        rowv = [nk >= 2 and sliced[ai] and ks[-1] == "1" for ai, (_, ks, _) in enumerate(names)]
-        idx = [iv[-1] if rowv[ai] else index(([] if sliced[ai] else [off]) + terms(iv, ks))
-               for ai, (off, ks, _) in enumerate(names)]
+                    if rowv[ai]:
+                        src(nk, f"w{ai} = a{ai}[{index(terms(iv[:-1], ks[:-1]))}:]")
+                # ... and a load broadcast along it (a per-row value: softmax's max and sum,
+                # layer norm's mean) read once per row: inside the loop LLVM cannot prove
+                # that the row's stores leave it unchanged, and does not vectorise
+                for ai, (_, ks, _) in enumerate(names[:nload]):
+                    if ks[-1] == "0":
+                        src(nk, f"x{ai} = {arr[ai]}[{idx[ai]}]")
+                        hoisted.add(ai)
         arr = [f"w{ai}" if rowv[ai] else a for ai, a in enumerate(arr)]
         ie = index([iname[0]] + terms(iv, iname[1])) if iname else None
         emit_element(1 + nk, idx, ie)
