@@ -63,9 +63,11 @@ def _tune_host_heap():
 
 def chunks_for(K, R0):
     """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
+    if R0 < 8192:
+        return 1                  # (before asking Numba: get_num_threads costs ~50 us)
     import numba
     T = numba.get_num_threads()
-    if K >= 4 * T or R0 < 8192:
+    if K >= 4 * T:
         return 1
     want = max(1, (16 * T + K - 1) // K)
     return int(max(1, min(want, R0 // 4096)))
