@@ -200,6 +200,16 @@ def render(k):
                 for lane in range(1, LANES):
                     src(2, f"acc{j}_{lane} = {npname(acc_dt)}({init})")
                 src(2, f"tb{j} = tbs{j}[get_thread_id()]")
+        rv = [f"r{d}" for d in range(nr)]
+        idx = [index(([] if sliced[ai] else [f"b{ai}"]) + terms(rv, rs))
+               for ai, (_, _, rs) in enumerate(names)]
+        # loads that do not move along the reduced axes (per-row values) are read once per
+        # task, before the loops (as in element-wise kernels: otherwise LLVM must assume a
+        # store in the loop may change them, and does not vectorise)
+        for ai, (_, _, rs) in enumerate(names[:nload]):
+            if nr and all(r == "0" for r in rs):
+                src(2, f"x{ai} = {arr[ai]}[{idx[ai]}]")
+                hoisted.add(ai)
         if blocked:
             src(2, f"for bb in range(lo, hi, {BLOCK}):")
             src(3, f"be = min(bb + {BLOCK}, hi)")
@@ -208,9 +218,6 @@ def render(k):
             rng = "range(lo, hi)" if d == 0 else f"range(nr{d})"
             src(2 + d, f"for r{d} in {rng}:")
         depth = 2 + nr
-        rv = [f"r{d}" for d in range(nr)]
-        idx = [index(([] if sliced[ai] else [f"b{ai}"]) + terms(rv, rs))
-               for ai, (_, _, rs) in enumerate(names)]
         if blocked:
             depth = 4                       # for bb ...: for r0 in range(bb, be): <element>
         if any(p.op in ("argmax", "argmin") for p in k.reductions):
