@@ -575,3 +575,39 @@ def test_op_table_completeness():
         assert callable(getattr(ps, name)), f"ps.{name} is missing"
         assert isinstance(getattr(ps, name)(x), ps.Array)
     ps.sync()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32], ids=["float32", "int32"])
+@pytest.mark.parametrize("shape,axis", [((3, 1029), 1), ((40000,), None)], ids=["rows", "all"])
+def test_blocked_reductions_across_block_and_lane_boundaries(dt, shape, axis, stats):
+    """The Numba renderer's one-axis reductions fold 256-element blocks into 4 accumulator
+    lanes (proggen/render_numba.py): rows whose length is no multiple of either, NaNs in a
+    lane, in a block's first element and in the remainder; the 40,000-element reduction is
+    also cut into chunks."""
+    rng = np.random.default_rng(11)
+    a = (rng.uniform(0.999, 1.001, shape) if dt == np.float32 else
+         rng.integers(-3, 4, shape)).astype(dt)
+    if dt == np.float32:
+        a2 = a.copy()
+        a2.reshape(-1)[[5, 256, 1027, 2 * 1029 + 1028]] = np.nan
+    x = ps.asarray(a)
+    names = ("sum", "prod", "max", "min", "mean", "any", "all")
+    got = {n: getattr(ps, n)(x, axis=axis) for n in names}
+    if dt == np.float32:
+        x2 = ps.asarray(a2)
+        got.update({f"nan-{n}": getattr(ps, n)(x2, axis=axis) for n in ("max", "min", "sum")})
+    ps.sync()
+    assert stats()["kernels_launched"] == 1          # every reduction in one kernel
+    for n in names:
+        want = getattr(np, n)(a, axis=axis)
+        if n in ("sum", "prod", "mean") and dt == np.float32:
+            # NumPy's float32 product rounds 40,000 times (relative error ~1e-5): order and
+            # accumulator width differ
+            assert_same(got[n], want, rtol=5e-5, what=n)
+        else:
+            assert_same(got[n], want, what=n)
+    if dt == np.float32:
+        for n in ("max", "min", "sum"):
+            assert_same(got[f"nan-{n}"], getattr(np, n)(a2, axis=axis), rtol=5e-5,
+                        what=f"{n} with NaN")
+    _no_fallbacks(stats)
