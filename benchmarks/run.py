@@ -496,13 +496,17 @@ class _SmallLoop(Workload):
         v2 = v * 0.99 + 0.01 * m.sqrt(u2 * u2 + 1.0)
         return u2, v2
 
-    def formula(self, m, u, v):
+    def iterate(self, step, maximum, u, v):
+        """The loop every library runs: ``step`` per iteration, ``maximum(u)`` read every 10."""
         checks = []
         for it in range(self.shape[1]):
-            u, v = self.body(m, u, v)
+            u, v = step(u, v)
             if it % 10 == 9:
-                checks.append(float(m.max(u)))
+                checks.append(float(maximum(u)))
         return u, v, np.array(checks, np.float32)
+
+    def formula(self, m, u, v):
+        return self.iterate(lambda a, b: self.body(m, a, b), m.max, u, v)
 
 
 @register
@@ -519,15 +523,7 @@ class SmallLoop(_SmallLoop):
             v2 = v * np.float32(0.99) + np.float32(0.01) * np.sqrt(u2 * u2 + np.float32(1.0))
             return u2, v2
 
-        def run():
-            u, v = inputs
-            checks = []
-            for it in range(self.shape[1]):
-                u, v = body(u, v)
-                if it % 10 == 9:
-                    checks.append(float(u.max()))
-            return u, v, np.array(checks, np.float32)
-        return run
+        return lambda: self.iterate(body, np.max, *inputs)
 
     def jax(self, inputs):
         """The body jitted, the loop and the scalar reads in Python (a read under jax.jit
@@ -538,15 +534,7 @@ class SmallLoop(_SmallLoop):
         body = jax.jit(lambda u, v: self.body(jnp, u, v))
         dev = [jax.device_put(a) for a in inputs]
 
-        def run():
-            u, v = dev
-            checks = []
-            for it in range(self.shape[1]):
-                u, v = body(u, v)
-                if it % 10 == 9:
-                    checks.append(float(jnp.max(u)))
-            return to_numpy((u, v, np.array(checks, np.float32)))
-        return run
+        return lambda: to_numpy(self.iterate(body, jnp.max, *dev))
 
 
 @register
@@ -563,15 +551,7 @@ class SmallLoopMacro(SmallLoop):
         lazy = [ps.asarray(a) for a in inputs]
         ps.sync()
 
-        def run():
-            u, v = lazy
-            checks = []
-            for it in range(self.shape[1]):
-                u, v = body(u, v)
-                if it % 10 == 9:
-                    checks.append(float(ps.max(u)))
-            return to_numpy((u, v, np.array(checks, np.float32)))
-        return run
+        return lambda: to_numpy(self.iterate(body, ps.max, *lazy))
 
 
 @register

@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 
-from . import dtypes as D
 from . import stats
 
 _lock = threading.Lock()
@@ -147,17 +146,12 @@ def asarray(x, chunks, dtype=None):
     held by a Dask task that carries its data (so Dask can recompute a chunk a lost worker
     held); the data travels through the scheduler once."""
     from .executors.dask import DistValue
-    from .frontend.array import Array
-    from .frontend.errors import DTypeError, callsite, record_error
+    from .frontend.array import Array, host_copy
+    from .frontend.errors import callsite
     site = callsite()
     if isinstance(x, Array):
         x = x.numpy()
-    a = np.asarray(x)
-    try:
-        dt = D.canonical(dtype if dtype is not None else a.dtype)
-    except TypeError as e:
-        raise record_error(DTypeError, str(e), site) from None
-    a = np.array(a, dtype=dt, order="C", copy=True)
+    a = host_copy(x, site, dtype)
     bounds = parse_chunks(chunks, a.shape, site)
     client = get_client()
     n = next(_ids)
@@ -167,7 +161,7 @@ def asarray(x, chunks, dtype=None):
         futs = [client.submit(_identity, a[b0:b1], key=f"streamrt-input-{n}-{i}", pure=False)
                 for i, (b0, b1) in enumerate(zip(bounds[:-1], bounds[1:]))]
     stats.add("dask_input_chunks", len(futs))
-    return _wrap(DistValue(a.shape, dt, bounds, [(f, None) for f in futs], (site,)), site)
+    return _wrap(DistValue(a.shape, a.dtype, bounds, [(f, None) for f in futs], (site,)), site)
 
 
 def from_dask(darr):
@@ -175,7 +169,8 @@ def from_dask(darr):
     chunks are computed on the cluster from ``darr``'s graph, which Dask keeps to recompute a
     lost chunk."""
     from .executors.dask import DistValue
-    from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
+    from .frontend.array import canonical_dtype
+    from .frontend.errors import ArgumentError, callsite, record_error
     site = callsite()
     if not hasattr(darr, "to_delayed") or not hasattr(darr, "chunks"):
         raise record_error(ArgumentError, f"from_dask() takes a dask.array.Array, got "
@@ -186,10 +181,7 @@ def from_dask(darr):
     if any(math.isnan(c) for cs in darr.chunks for c in cs):
         raise record_error(ArgumentError, "from_dask(): chunk sizes are unknown (call "
                            "compute_chunk_sizes() first)", site)
-    try:
-        dt = D.canonical(darr.dtype)
-    except TypeError as e:
-        raise record_error(DTypeError, str(e), site) from None
+    dt = canonical_dtype(darr.dtype, site)
     if darr.dtype != dt:
         darr = darr.astype(dt)
     if any(len(c) > 1 for c in darr.chunks[1:]):

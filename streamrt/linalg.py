@@ -38,10 +38,14 @@ def _float_dt(dt):
     return D.float32 if dt == D.float32 else D.float64
 
 
-def _square(p, site, name, min_nd=2):
-    if len(p.shape) < min_nd:
+def _at_least_2d(p, site, name):
+    if len(p.shape) < 2:
         raise record_error(LinAlgShapeError, f"{name}: {len(p.shape)}-dimensional array given. "
                            "Array must be at least two-dimensional", site)
+
+
+def _square(p, site, name):
+    _at_least_2d(p, site, name)
     if p.shape[-1] != p.shape[-2]:
         raise record_error(LinAlgShapeError, f"{name}: Last 2 dimensions of the array must be "
                            f"square (got {p.shape})", site)
@@ -110,9 +114,7 @@ def svdvals(x, /):
     """Singular values, descending (``numpy.linalg.svdvals``)."""
     site = callsite()
     p = _port(x, site)
-    if len(p.shape) < 2:
-        raise record_error(LinAlgShapeError, "svdvals: array must be at least two-dimensional",
-                           site)
+    _at_least_2d(p, site, "svdvals")
     p = _as_float(p, site)
     rdt = D.float32 if p.dtype in (D.float32, np.dtype(np.complex64)) else D.float64
     k = builtins.min(p.shape[-2:])
@@ -124,9 +126,7 @@ def qr(a, mode="reduced"):
     into one buffer; Q and R are views of it (QRResult(Q, R); mode 'r': R)."""
     site = callsite()
     pa = _port(a, site)
-    if len(pa.shape) < 2:
-        raise record_error(LinAlgShapeError, f"qr: {len(pa.shape)}-dimensional array given. "
-                           "Array must be at least two-dimensional", site)
+    _at_least_2d(pa, site, "qr")
     if mode not in ("reduced", "complete", "r"):
         raise record_error(ArgumentError, f"qr: unrecognized mode {mode!r}", site)
     pa = _as_float(pa, site)
@@ -181,9 +181,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """SVDResult(U, S, Vh) (``compute_uv=False``: the singular values), one intrinsic."""
     site = callsite()
     pa = _port(a, site)
-    if len(pa.shape) < 2:
-        raise record_error(LinAlgShapeError, "svd: array must be at least two-dimensional",
-                           site)
+    _at_least_2d(pa, site, "svd")
     if not compute_uv:
         return _svdvals_at(_wrap(pa), site)
     pa = _as_float(pa, site)
@@ -222,9 +220,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None):
     """Moore-Penrose pseudo-inverse (NumPy's default cutoff)."""
     site = callsite()
     pa = _port(a, site)
-    if len(pa.shape) < 2:
-        raise record_error(LinAlgShapeError, "pinv: array must be at least two-dimensional",
-                           site)
+    _at_least_2d(pa, site, "pinv")
     pa = _as_float(pa, site)
     rc = rcond if rcond is not None else (rtol if rtol is not None else
                                           max(pa.shape[-2:]) * np.finfo(pa.dtype).eps)

@@ -2,6 +2,8 @@
 documented tolerance)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from streamrt import dtypes as D
@@ -108,3 +110,12 @@ OPENCL = _opencl_available()
 # The executors the differential suites (test_ops, test_fuzz, test_fusion's reductions) run on:
 # fused Numba kernels always, OpenCL kernels where an OpenCL device works (PoCL in CI).
 EXECUTORS = ["cpu"] + (["opencl"] if OPENCL else [])
+
+
+def child_env(cache_dir, **settings):
+    """Environment of a child Python process: this one's without its STREAMRT_* settings, the
+    kernel cache in ``cache_dir``, plus ``settings`` (e.g. STREAMRT_COLD_INTERPRET="0")."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
+    env["STREAMRT_CACHE_DIR"] = str(cache_dir)
+    env.update(settings)
+    return env

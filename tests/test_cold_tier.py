@@ -3,9 +3,10 @@ runs on the NumPy interpreter without importing Numba; its second run compiles; 
 and STREAMRT_COLD_INTERPRET=0 compile at once. Each case is a fresh process (the tier ends
 once Numba is loaded, and the test session itself runs with it off)."""
 import json
-import os
 import subprocess
 import sys
+
+from helpers import child_env
 
 CHILD = r"""
 import json, sys
@@ -28,11 +29,8 @@ print(json.dumps({"runs": out, "want": want}))
 
 
 def _child(tmp_path, n, **env):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
-    e["STREAMRT_CACHE_DIR"] = str(tmp_path)
-    e.update(env)
-    p = subprocess.run([sys.executable, "-c", CHILD, str(n)], env=e, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(n)], env=child_env(tmp_path, **env),
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
+from helpers import child_env
 from helpers import assert_same
 
 # The child computes one small fused kernel, checks it against NumPy and prints its counters.
@@ -32,10 +33,8 @@ print(json.dumps({"ok": ok, "stats": ps.runtime_stats(), "info": ps.cache_info()
 
 
 def _env(cache_dir):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
-    env["STREAMRT_CACHE_DIR"] = str(cache_dir)
-    env["STREAMRT_COLD_INTERPRET"] = "0"       # (the cold tier would interpret the first run)
-    return env
+    # (the cold tier would interpret the first run)
+    return child_env(cache_dir, STREAMRT_COLD_INTERPRET="0")
 
 
 def _child(cache_dir):

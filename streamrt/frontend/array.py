@@ -58,15 +58,25 @@ def _enqueue(port):
     return Array._wrap(port)
 
 
-def const_port(data, site=None, dtype=None):
-    """A port holding host data (copied: later changes to ``data`` do not leak in)."""
-    a = np.asarray(data)
+def canonical_dtype(dtype, site):
+    """D.canonical, with an unsupported dtype reported as a DTypeError at the user's line."""
     try:
-        dt = D.canonical(dtype if dtype is not None else a.dtype)
+        return D.canonical(dtype)
     except TypeError as e:
         raise record_error(DTypeError, str(e), site) from None
-    arr = np.array(a, dtype=dt, order="C", copy=True)
-    p = Port("const", "const", dt, arr.shape, value=arr, site=site)
+
+
+def host_copy(data, site, dtype=None):
+    """A C-ordered copy of array-like ``data`` in its (or ``dtype``'s) canonical dtype."""
+    a = np.asarray(data)
+    dt = canonical_dtype(dtype if dtype is not None else a.dtype, site)
+    return np.array(a, dtype=dt, order="C", copy=True)
+
+
+def const_port(data, site=None, dtype=None):
+    """A port holding host data (copied: later changes to ``data`` do not leak in)."""
+    arr = host_copy(data, site, dtype)
+    p = Port("const", "const", arr.dtype, arr.shape, value=arr, site=site)
     stats.add("bytes_allocated", arr.nbytes)
     return p
 
@@ -192,10 +202,7 @@ def record_unary(name, x, site):
 
 def astype(x, dtype, site=None):
     site = site or callsite()
-    try:
-        dt = D.canonical(dtype)
-    except TypeError as e:
-        raise record_error(DTypeError, str(e), site) from None
+    dt = canonical_dtype(dtype, site)
     p = operand(x, site)
     if p.kind == "scalar":
         return Array._wrap(const_port(np.asarray(p.scalar, dtype=dt), site))
@@ -240,10 +247,7 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
                            site)
     out_dt, acc_dt = reduction_dtypes(name, p.dtype)
     if dtype is not None and name in ("sum", "prod", "mean"):
-        try:
-            out_dt = D.canonical(dtype)
-        except TypeError as e:
-            raise record_error(DTypeError, str(e), site) from None
+        out_dt = canonical_dtype(dtype, site)
         acc_dt = D.float64 if D.is_float(out_dt) else out_dt
     if keepdims:
         shape = tuple(1 if i in axes else s for i, s in enumerate(p.shape))

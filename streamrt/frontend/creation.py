@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as D
-from .array import HANDLED_FUNCTIONS, Array, const_port, operand
+from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
 from .errors import DTypeError, callsite, record_error
 
 
@@ -35,15 +34,9 @@ def array(obj, dtype=None, copy=True, **kw):
     return Array._wrap(const_port(np.asarray(obj), site, dtype))
 
 
-def _canonical(dtype, site):
-    try:
-        return D.canonical(dtype)
-    except TypeError as e:
-        raise record_error(DTypeError, str(e), site) from None
-
 
 def _fill(shape, value, dtype, site):
-    dt = _canonical(dtype, site) if dtype is not None else None
+    dt = canonical_dtype(dtype, site) if dtype is not None else None
     a = np.full(shape, value, dtype=dt)
     return Array._wrap(const_port(a, site))
 
@@ -63,7 +56,7 @@ def empty(shape, dtype=float):
 def full(shape, fill_value, dtype=None):
     site = callsite()
     if dtype is None:
-        dtype = _canonical(np.asarray(fill_value).dtype, site)
+        dtype = canonical_dtype(np.asarray(fill_value).dtype, site)
     return _fill(shape, fill_value, dtype, site)
 
 
@@ -107,7 +100,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
 
 def eye(N, M=None, k=0, dtype=float):
     site = callsite()
-    return Array._wrap(const_port(np.eye(N, M, k, dtype=_canonical(dtype, site)), site))
+    return Array._wrap(const_port(np.eye(N, M, k, dtype=canonical_dtype(dtype, site)), site))
 
 
 __all__ = ["asarray", "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

@@ -24,14 +24,18 @@ class Program:
         self.seq = None
         self.executor = None
 
-    def deps(self):
-        """Ports whose completion this program waits for (view reads wait for the base)."""
-        out = []
+    def bases(self):
+        """The ports whose buffers this program reads (a view's base), each once."""
+        seen = {}
         for i in self.inputs:
             b = i.inputs[0] if i.kind == "view" else i
-            if b.kind not in ("const", "scalar"):
-                out.append(b)
-        return out
+            if b.kind != "scalar":
+                seen[b.id] = b
+        return seen.values()
+
+    def deps(self):
+        """Ports whose completion this program waits for (view reads wait for the base)."""
+        return [b for b in self.bases() if b.kind != "const"]
 
     def sites(self):
         return [p.site for p in self.ops if p.site is not None]
@@ -87,7 +91,7 @@ class ProgramSequence:
                     made.add(p.id)
         out = {}
         for prog in self.programs:
-            for b in _bases(prog):
+            for b in prog.bases():
                 if b.id in made or (b.kind == "const" and b.params == ("scratch",)
                                     and b.nrefs <= 0):
                     e = out.get(b.id)
@@ -102,23 +106,13 @@ class ProgramSequence:
         t = self.transient
         if t is None:
             return
-        for b in _bases(prog):
+        for b in prog.bases():
             e = t.get(b.id)
             if e is not None:
                 e[1] -= 1
                 if e[1] == 0:
                     del t[b.id]
                     b.value = None
-
-
-def _bases(prog):
-    """The ports whose buffers ``prog`` reads (a view's base), each once."""
-    seen = {}
-    for i in prog.inputs:
-        b = i.inputs[0] if i.kind == "view" else i
-        if b.kind != "scalar":
-            seen[b.id] = b
-    return seen.values()
 
 
 # ---- templates: a program sequence with its ports replaced by key numbers --------------------

@@ -254,7 +254,7 @@ def _cold(kparts):
     trace is interpreted."""
     if not kparts or not settings.cold_interpret or registry.created("cpu"):
         return False
-    k = tuple(kparts)
+    k = keys.placement_key(kparts)
     with _lock:
         if k in _seen_cold:
             return False
