@@ -61,6 +61,9 @@ FLAGS = {
     "inline_elements": Flag("STREAMRT_INLINE_ELEMENTS", 1 << 16, int,
                             "Sequences up to this many elements run on the calling thread when "
                             "nothing is in flight (0: always asynchronous)"),
+    "direct_replay": Flag("STREAMRT_DIRECT_REPLAY", True, _bool,
+                          "A macro replay whose kernels read computed inputs runs them from the "
+                          "call when the pipeline is idle (no ports or E-Scheduler round)"),
     "host_heap_bytes": Flag("STREAMRT_HOST_HEAP_BYTES", 1 << 30, int,
                             "Linux/glibc: freed host buffers up to this size stay in the "
                             "process heap for reuse instead of being unmapped (0: malloc's "

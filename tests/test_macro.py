@@ -204,6 +204,80 @@ def test_inputs_pending_in_the_work_queue():
     assert f.calls == 1 and f.replays == 2
 
 
+# ---- direct replay (executors/direct.py) ------------------------------------------------------
+def _normalise(u):
+    m = ps.mean(u)
+    return (u - m) * 0.5, ps.sum(u * u)
+
+
+def _run_replays(n, direct, seed=40):
+    """``n`` calls of a two-output macro (a reduction and a map) on computed inputs; the
+    results and the counters of the calls after the first replay."""
+    f = ps.macro(_normalise)
+    u0 = _f64(seed=seed)
+    outs = []
+    with ps.config.override(direct_replay=direct):
+        u = ps.asarray(u0) * 1.0
+        ps.sync()
+        for _ in range(2):              # record, then the first replay (builds the plan)
+            v, s = f(u)
+        ps.sync()
+        ps.reset_stats()
+        for _ in range(n):
+            v, s = f(u)
+            outs.append((v, s))
+        res = [(np.asarray(v), float(s)) for v, s in outs]
+        st = ps.runtime_stats()
+    return u0, res, st, f
+
+
+def test_direct_replay_matches_and_counts_like_the_general_path(stats):
+    u0, direct, st_d, f = _run_replays(4, True)
+    _, general, st_g, _ = _run_replays(4, False)
+    ref = ((u0 - u0.mean()) * 0.5, float(np.sum(u0 * u0)))
+    for (v, s), (gv, gs) in zip(direct, general):
+        assert_same(v, ref[0], atol=1e-13)
+        assert np.array_equal(v, gv) and s == gs         # the same kernels ran
+        assert s == pytest.approx(ref[1], rel=1e-12)
+    assert st_d["direct_replays"] == 4 and st_g["direct_replays"] == 0
+    for k in ("kernels_launched", "macro_cache_hits", "ops_recorded", "flushes",
+              "buffers_allocated", "bytes_allocated"):
+        assert st_d[k] == st_g[k], k
+    assert st_d["macro_cache_hits"] == 4 and st_d["kernels_launched"] >= 4
+    assert f.replays == 5
+    ps.reset_stats()
+    assert ps.runtime_stats()["direct_replays"] == 0
+
+
+def test_direct_replay_steps_aside_when_watched_or_failing(stats, tmp_path, monkeypatch):
+    f = ps.macro(_normalise)
+    u0 = _f64(seed=41)
+    u = ps.asarray(u0) * 1.0
+    ps.sync()
+    for _ in range(2):
+        f(u)
+    ps.sync()
+    ps.reset_stats()
+    with ps.profile(str(tmp_path / "p.stprof")):        # a profile sees every kernel
+        v, _ = f(u)
+        assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
+    assert ps.runtime_stats()["direct_replays"] == 0
+
+    from streamrt.caches import program_cache
+    from streamrt.executors import direct
+
+    def broken(*a):
+        raise RuntimeError("device lost")
+    real = program_cache.call
+    monkeypatch.setattr(direct.program_cache, "call", broken)
+    v, _ = f(u)                     # the general path runs it (split, then NumPy: counted)
+    monkeypatch.setattr(direct.program_cache, "call", real)
+    assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
+    assert ps.runtime_stats()["direct_replays"] == 0
+    v, _ = f(u)
+    assert ps.runtime_stats()["direct_replays"] == 1
+
+
 # ---- nesting -----------------------------------------------------------------------------------
 def test_nested_macro(stats):
     ran = {"inner": 0, "outer": 0}

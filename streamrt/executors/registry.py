@@ -29,6 +29,9 @@ def get(name=None):
     name = name or settings.backend
     if name == "auto":
         name = "cpu"
+    ex = _instances.get(name)
+    if ex is not None:
+        return ex
     with _lock:
         ex = _instances.get(name)
         if ex is None:

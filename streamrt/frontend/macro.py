@@ -19,10 +19,11 @@ import numpy as np
 
 from .. import stats
 from ..caches import keys, macro_cache
-from ..executors import registry
+from ..config import settings
+from ..executors import direct, registry
 from ..proggen import sequence
 from ..profiler import collector
-from ..scheduler import cscheduler
+from ..scheduler import cscheduler, escheduler, workqueue
 from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue
 from .array import Array, const_port
 from .errors import ArgumentError, MacroError, callsite, record_error
@@ -94,7 +95,7 @@ def _unflatten(struct, leaves):
 class _Section:
     """What a replay needs: port recipes, the program-sequence template, the outputs."""
     __slots__ = ("recipes", "template", "outputs", "struct", "n", "nnew", "build", "sites",
-                 "advance")
+                 "advance", "direct")
 
     def __init__(self, recipes, template, outputs, struct, n, advance=()):
         self.recipes, self.template, self.outputs, self.struct, self.n = (
@@ -103,6 +104,7 @@ class _Section:
         self.nnew = sum(1 for r in recipes if r[0] == "N")
         self.sites = [r[7] for r in recipes if r[0] == "N"]
         self.build = _builder(recipes)
+        self.direct = None         # executors/direct.py: None (not tried), False or a Plan
 
 
 def _builder(recipes):
@@ -214,6 +216,15 @@ class Macro:
         sec = cache.section(key)
         prof = collector._active
         if sec is not None:
+            plan = sec.direct
+            if plan and prof is None and _direct_ok():
+                self.replays += 1
+                if q.entries:
+                    cscheduler.flush(q, reason="macro-begin")
+                out = plan.run(inputs, q, executor)      # (counts the macro-cache hit)
+                if out is not None:
+                    return _unflatten(sec.struct, [Array._wrap(p) for p in out])
+                self.replays -= 1
             cache.note(True)
             if prof is not None:
                 prof.cache("macro", True, site)
@@ -303,8 +314,22 @@ class Macro:
         stats.add("ops_recorded", sec.nnew)
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
+        if sec.direct is None:
+            sec.direct = (settings.direct_replay and direct.plan(sec, seq, ports, executor)) \
+                or False
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)
+
+
+def _direct_ok():
+    """A direct replay (executors/direct.py) runs only where the general path would run the
+    section inline with nothing observing it."""
+    if not settings.direct_replay or settings.debug or collector._active is not None \
+            or escheduler.on_complete is not None or escheduler.keep_graph \
+            or workqueue.on_record is not None:
+        return False
+    es = escheduler._instance
+    return es is None or es.launch_log is None
 
 
 def proggen_generate(entries, executor):
