@@ -76,7 +76,7 @@ class FakeExecutor:
     def complete(self, prog, err=None):
         for p, done in self.launched:
             if p is prog:
-                done(p, err, 0.0)
+                done([(p, err, 0.0)])
                 return
         raise AssertionError(f"{prog.describe()} was never launched")
 
@@ -262,6 +262,53 @@ def test_flow_control_blocks_and_wakes():
     f.release()
     f.release()
     assert f.try_idle() and f.inflight == 1
+
+
+# ---- the executor's worker: completions reported in batches -----------------------------------
+class _Stub:
+    """A program as the worker sees it: no dependencies, no outputs, inputs of a given size."""
+    kernel = None
+
+    def __init__(self, name, size=16):
+        self.name, self.inputs, self.outputs = name, [_Sized(size)], []
+
+    def deps(self):
+        return []
+
+
+class _Sized:
+    def __init__(self, size):
+        self.size = size
+
+
+def test_worker_reports_small_programs_in_batches():
+    from streamrt.executors.base import Executor
+
+    ran, reports = [], []
+
+    class Recorder(Executor):
+        name = "recorder"
+
+        def launch(self, prog):
+            ran.append(prog.name)
+
+    ex = Recorder()
+    big = _Stub("big", size=10 ** 8)
+    progs = [_Stub(f"s{i}") for i in range(5)] + [big, _Stub("after")]
+
+    def on_done(items):
+        reports.append([p.name for p, err, _ in items])
+        assert all(err is None for _, err, _ in items)
+
+    for prog in progs:                      # all queued before the worker starts
+        ex._q.put(("run", prog, on_done))
+    ex._thread = threading.Thread(target=ex._worker, daemon=True)
+    ex._thread.start()
+    ex.synchronize()
+    ex.stop()
+    assert ran == [p.name for p in progs]
+    # the five small programs in one report (made before the long one starts), then the rest
+    assert reports == [["s0", "s1", "s2", "s3", "s4"], ["big", "after"]]
 
 
 # ---- execution errors at the read ------------------------------------------------------------

@@ -135,7 +135,7 @@ class EScheduler:
                 if kind == "submit":
                     self._submit(msg[1], msg[2])
                 elif kind == "complete":
-                    self._complete(msg[1], msg[2])
+                    self._complete(msg[1])
                 elif kind == "inline_done":
                     self._retry(msg[1])
                 elif kind == "stop":
@@ -144,8 +144,9 @@ class EScheduler:
                 if kind == "submit":
                     for prog in msg[1].programs:
                         self._finish(prog, e)
-                else:
+                elif kind == "inline_done":
                     self._finish(msg[1], e)
+                # ("complete": each program's failure is delivered inside _complete)
 
     def _submit(self, seq, executor):
         for prog in seq.programs:
@@ -191,15 +192,20 @@ class EScheduler:
                 self.queued[p.id] = ex
         ex.submit(prog, self._on_done)
 
-    def _on_done(self, prog, err, seconds):
-        """Completion callback, called on the executor's thread."""
-        seq = prog.seq
-        if seq is not None and seq.timing is not None:
-            seq.timing.seconds += seconds
-        self.q.put(("complete", prog, err))
+    def _on_done(self, items):
+        """Completion callback, called on the executor's thread: [(prog, err, seconds)]."""
+        for prog, _, seconds in items:
+            seq = prog.seq
+            if seq is not None and seq.timing is not None:
+                seq.timing.seconds += seconds
+        self.q.put(("complete", items))
 
-    def _complete(self, prog, err):
-        self._finish(prog, err)
+    def _complete(self, items):
+        for prog, err, _ in items:
+            try:
+                self._finish(prog, err)
+            except BaseException as e:  # noqa: BLE001 - the others still complete
+                self._finish(prog, e)
 
     def _finish(self, prog, err):
         if self.queued:
