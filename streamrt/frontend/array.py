@@ -21,6 +21,8 @@ from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, Strea
                      record_error)
 from . import indexing as _indexing
 from .indexing import register as _register
+from . import pieces as _pieces
+from .pieces import PIECEWISE
 
 
 # ---- recording helpers --------------------------------------------------------------------
@@ -34,6 +36,14 @@ def _foreign_inputs(port, q):
 
 
 def _enqueue(port):
+    if PIECEWISE and port.kind == "map":
+        r = _pieces.lower(port)         # an input is a rolled array (frontend/pieces.py)
+        if r is not None:
+            return r
+    return _enqueue_plain(port)
+
+
+def _enqueue_plain(port):
     try:
         q = _tls.q
     except AttributeError:

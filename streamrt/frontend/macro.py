@@ -111,7 +111,7 @@ def _builder(recipes):
     """A generated function that re-creates the section's ports from new inputs: straight-line
     code, no per-op interpretation (the replay's hot path). Inputs and frozen values come first,
     then views of inputs (a view is numbered before its base), then the recorded ops in order."""
-    g = {"Port": Port, "DONE": DONE, "SUBMITTED": SUBMITTED}
+    g = {"Port": Port, "DONE": DONE, "SUBMITTED": SUBMITTED, "empty": np.empty}
     lines = ["def build(inputs, q):"]
     for i, r in enumerate(recipes):
         if r[0] == "I":
@@ -121,6 +121,12 @@ def _builder(recipes):
         elif r[0] == "F":
             g[f"f{i}"] = r[1]
             lines.append(f"    p{i} = f{i}")
+        elif r[0] == "S":
+            _, dt, shape, site = r
+            g[f"s{i}"] = (dt, shape, site)
+            lines.append(f"    d, s, t = s{i}")
+            lines.append(f"    p{i} = Port('const', 'const', d, s, (), ('scratch',), t, None, "
+                         "empty(s, d))")
         elif r[0] == "R":
             # a generator's key or counter: read from the generator at each replay
             _, gen, field, off, dt, params = r
@@ -284,6 +290,10 @@ class Macro:
                 recipes.append(("I", input_pos[p.id]))
             elif p.id in base_pos:
                 recipes.append(("B", base_pos[p.id]))
+            elif p.kind == "const" and p.params == ("scratch",):
+                # an uninitialised buffer a region write takes over (roll, concatenate...):
+                # a new one per replay, or every replay's result would share it
+                recipes.append(("S", p.dtype, p.shape, p.site))
             elif p.kind == "view" and (p.inputs[0].id in input_pos
                                        or p.inputs[0].id in base_pos):
                 # a view of an input taken in the body: its base was computed, so it was

@@ -18,6 +18,7 @@ from .. import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
                     const_port, normalize_axes, operand, record_map, reshape, transpose)
 from .errors import (ArgumentError, ShapeError, callsite, record_error)
+from . import pieces as _pieces
 from .indexing import gather, scatter, write_region
 
 __all__ = []
@@ -304,6 +305,8 @@ def roll(a, shift, axis=None):
     """A periodic copy: two (per axis) fused copy kernels into a new buffer."""
     site = callsite()
     x = _arr(a, site)
+    if axis is None and x.ndim == 1:
+        axis = 0
     if axis is None:
         return reshape(roll(reshape(x, (-1,), site=site), shift, 0), x.shape, site=site)
     shifts = np.atleast_1d(shift).tolist()
@@ -327,8 +330,11 @@ def roll(a, shift, axis=None):
             continue
         out = _filled(x.shape, x.dtype, None, site)
         pre = (slice(None),) * d
-        _write(out, pre + (slice(s, None),), r[pre + (slice(None, n - s),)], site)
-        _write(out, pre + (slice(None, s),), r[pre + (slice(n - s, None),)], site)
+        tail, head = r[pre + (slice(None, n - s),)], r[pre + (slice(n - s, None),)]
+        _write(out, pre + (slice(s, None),), tail, site)
+        _write(out, pre + (slice(None, s),), head, site)
+        # element-wise ops reading ``out`` read these slices instead (frontend/pieces.py)
+        _pieces.register(out._port, d, ((0, s, head._port), (s, n, tail._port)))
         r = out
     return r if r is not x else astype(x, x.dtype, site=site)
 

@@ -88,6 +88,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
         if getattr(executor, "in_order", False) and not es_mod.keep_graph:
             seq.mark_transient()
+        _drop_dead_scratch(seq)
         if placed is not None:
             placement.start(seq, placed, executor)
         prof = collector._active
@@ -112,6 +113,19 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
                   f"programs ({nk} kernels)", file=sys.stderr)
         dispatch(seq, executor, inline=reason in ("read", "sync"))
         return seq
+
+
+def _drop_dead_scratch(seq):
+    """An uninitialised buffer (``np.empty`` at record time: ``roll``, ``concatenate``, the
+    assembled results of frontend/pieces.py) whose region writes were all found dead is never
+    touched: free it now rather than when the sequence ends (a wave loop records a few per
+    step; held, they keep the heap from handing their memory to the buffers actually
+    written)."""
+    for p in seq.dead:
+        if p.kind == "intrinsic" and p.op == "update":
+            b = p.inputs[0]
+            if b.kind == "const" and b.params == ("scratch",) and b.nrefs <= 0:
+                b.value = None
 
 
 def submit_replay(seq, ports, executor):

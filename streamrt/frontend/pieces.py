@@ -1,0 +1,152 @@
+"""Piecewise arrays: ``ps.roll``'s result is assembled from two region writes along one axis,
+each copying a slice of the input. An element-wise op that reads such an array is recorded
+piece by piece instead -- the op over each interval of the axis, reading slices of the rolled
+array directly -- and its result is assembled from region writes, each fused into the kernel
+of its interval. The rolled copy is then never read, and ProgGen drops it as dead: a periodic
+stencil ``roll(u, 1) + roll(u, -1)`` reads ``u`` once and writes once, instead of copying
+``u`` twice first (two passes over memory saved per roll).
+
+Inputs of the op that are not piecewise are cut into the same intervals: a slice view, or,
+for a small element-wise expression recorded in this flush, the expression recorded again
+over slices of its inputs (recomputed in the piece's kernel instead of stored and re-read).
+
+The assembled result is not itself treated as piecewise. Tried: chaining the pieces through
+the following ops saves the assembled buffer within one expression, but a result the program
+keeps (the next step's ``u``) is then read from its pieces' registers by the next step,
+whose first ops fuse into this step's kernels and are stored from there -- more traffic
+than the copy it saves (wave: 414 ms unchained, 917 ms chained).
+
+Only arrays of at least ``MIN_ELEMENTS`` are cut: below that, kernel launches cost more than
+the copies. Counter-based random ops are never cut (their values depend on the flat index)."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..ops import OPS
+from ..scheduler.workqueue import DEAD, NEW, Port, c_strides
+
+MIN_ELEMENTS = 1 << 16
+MAX_RECOMPUTE = 8          # ops of an input expression recorded again per piece
+
+# rolled port -> (axis, ((start, stop, source view), ...)) for its intervals in order
+PIECEWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register(port, axis, pieces):
+    PIECEWISE[port] = (axis, tuple(pieces))
+
+
+def _usable(port):
+    """The pieces of ``port`` if they can still be read (nothing flushed in between)."""
+    e = PIECEWISE.get(port)
+    if e is None or port.state != NEW:
+        return None
+    for _, _, src in e[1]:
+        b = src.inputs[0] if src.kind == "view" else src
+        if b.state == DEAD or (src.kind != "view" and src.state != NEW):
+            return None
+    return e
+
+
+def lower(port):
+    """The piecewise recording of map ``port`` (validated, not enqueued) as an Array, or None
+    when none of its inputs is a usable piecewise array of its shape."""
+    if port.size < MIN_ELEMENTS or OPS[port.op].counter:
+        return None
+    axis, cuts = None, set()
+    for i in port.inputs:
+        if i.shape != port.shape:
+            continue
+        e = _usable(i)
+        if e is None or (axis is not None and e[0] != axis):
+            continue
+        axis = e[0]
+        for a, b, _ in e[1]:
+            cuts.update((a, b))
+    if axis is None:
+        return None
+    n = port.shape[axis]
+    cuts = sorted(c for c in cuts if 0 <= c <= n)
+    if cuts[0] != 0 or cuts[-1] != n or len(cuts) < 3:
+        return None
+    memo = {}
+    budget = [MAX_RECOMPUTE * (len(cuts) - 1)]
+    subs = []
+    for a, b in zip(cuts, cuts[1:]):
+        ins = tuple(_piece(i, port, axis, a, b, memo, budget) for i in port.inputs)
+        shape = _cut_shape(port.shape, axis, a, b)
+        subs.append((a, b, _plain(Port("map", port.op, port.dtype, shape, ins, port.params,
+                                       port.site, loop_dtype=port.loop_dtype))))
+    return _assemble(port, axis, subs)
+
+
+def _cut_shape(shape, axis, a, b):
+    s = list(shape)
+    s[axis] = b - a
+    return tuple(s)
+
+
+def _plain(port):
+    from .array import _enqueue_plain
+    return _enqueue_plain(port)
+
+
+def _slice(p, axis, a, b, site):
+    """A view of ``p`` (any port) restricted to ``[a, b)`` along ``axis``."""
+    from .array import _view
+    _, off, st = p.base_view()
+    return _view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
+
+
+def _piece(i, port, axis, a, b, memo, budget):
+    """Input ``i`` of ``port`` over the interval ``[a, b)`` of ``port``'s axis ``axis``."""
+    if i.kind == "scalar":
+        return i
+    d = axis - (len(port.shape) - len(i.shape))
+    if d < 0 or i.shape[d] == 1:
+        return i                                    # broadcast along the axis
+    key = (i.id, a, b)
+    got = memo.get(key)
+    if got is not None:
+        return got
+    r = None
+    e = _usable(i) if i.shape == port.shape else None
+    if e is not None and e[0] == axis:
+        for s, t, src in e[1]:
+            if s <= a and b <= t:
+                r = src if (s, t) == (a, b) else _slice(src, axis, a - s, b - s, port.site)
+                break
+    if r is None and i.kind == "map" and i.state == NEW and budget[0] > 0 \
+            and not OPS[i.op].counter and i.shape == port.shape:
+        # a small expression recorded in this flush: record it again over the interval
+        budget[0] -= 1
+        ins = tuple(_piece(j, i, axis, a, b, memo, budget) for j in i.inputs)
+        r = _plain(Port("map", i.op, i.dtype, _cut_shape(i.shape, axis, a, b), ins, i.params,
+                        i.site, loop_dtype=i.loop_dtype))._port
+    if r is None:
+        r = _slice(i, d, a, b, port.site)
+    memo[key] = r
+    return r
+
+
+def _assemble(port, axis, subs):
+    """A new array of ``port``'s shape and dtype whose intervals are written by ``subs``."""
+    from .. import stats
+    from .array import _enqueue_plain
+    buf = np.empty(port.shape, port.dtype)
+    stats.add("bytes_allocated", buf.nbytes)
+    stats.add("buffers_allocated")
+    cur = Port("const", "const", port.dtype, port.shape, value=buf, params=("scratch",),
+               site=port.site)
+    st = c_strides(port.shape)
+    keep = []
+    for a, _, sub in subs:
+        p = sub._port
+        new = Port("intrinsic", "update", port.dtype, port.shape, (cur, p),
+                   (a * st[axis], p.shape, st), port.site)
+        arr = _enqueue_plain(new)
+        keep.append(arr)
+        cur = new
+    return keep[-1]

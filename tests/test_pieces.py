@@ -1,0 +1,113 @@
+"""Element-wise ops over rolled arrays are recorded piece by piece (frontend/pieces.py): the
+results equal NumPy's exactly, the rolled copies are never made (kernel counts), and small
+arrays keep the copy path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import streamrt as ps
+from streamrt.frontend import pieces
+from helpers import assert_same
+
+N = pieces.MIN_ELEMENTS + 4464          # 1-D size above the threshold
+R, C = 300, 260                         # 2-D: 78000 elements
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _computed(x):
+    a = ps.asarray(x) * 1               # a computed (not constant) array, as in a loop
+    ps.sync()
+    return a
+
+
+CASES = {
+    # name: (shape, fn(m, x, y) where m is np or ps)
+    "1d+1": ((N,), lambda m, x, y: m.roll(x, 1) + x),
+    "1d-1 both": ((N,), lambda m, x, y: m.roll(x, 1) + m.roll(x, -1) - 2.0 * x),
+    "1d+5 recompute": ((N,), lambda m, x, y: (m.roll(x, 5) - (x * 3.0 + y)) / 7.0),
+    "1d wave": ((N,), lambda m, x, y: 2.0 * x - y + 0.25 * (m.roll(x, 1) + m.roll(x, -1)
+                                                           - 2.0 * x)),
+    "1d shift>n": ((N,), lambda m, x, y: m.roll(x, N + 3) * y),
+    "2d axis0": ((R, C), lambda m, x, y: m.roll(x, 2, axis=0) - x),
+    "2d axis1 row-bcast": ((R, C), lambda m, x, y: m.roll(x, -3, axis=1) * y[0]),
+    "2d axis0 col-bcast": ((R, C), lambda m, x, y: m.roll(x, 7, axis=0) + y[:, :1]),
+    "2d both axes": ((R, C), lambda m, x, y: m.roll(x, 1, axis=0) + m.roll(x, 1, axis=1)),
+    "unary": ((N,), lambda m, x, y: m.exp(m.roll(x, 3))),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("name", list(CASES))
+def test_ops_over_rolled_arrays_match_numpy(name, dtype):
+    shape, fn = CASES[name]
+    rng = _rng(hash(name) % 1000)
+    if np.dtype(dtype).kind == "i":
+        x, y = rng.integers(-50, 50, shape).astype(dtype), rng.integers(1, 9, shape).astype(dtype)
+    else:
+        x, y = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(np, x, y)
+    got = fn(ps, _computed(x), _computed(y))
+    assert_same(got, want, ulps=4, what=name)
+
+
+def test_rolled_copy_is_not_made(stats):
+    xv = _rng().standard_normal(N)
+    x = _computed(xv)
+    ps.reset_stats()
+    y = ps.roll(x, 1) + ps.roll(x, -1)
+    assert_same(y, np.roll(xv, 1) + np.roll(xv, -1))
+    # the intervals [0, 1), [1, N-1), [N-1, N): one kernel each, writing its part of y --
+    # no copy kernels, and the big one reads x once (two views) and writes once
+    assert stats()["kernels_launched"] == 3
+
+    sv = _rng().standard_normal(1000)       # below the threshold: the copy path
+    small = _computed(sv)
+    ps.reset_stats()
+    z = ps.roll(small, 1) + ps.roll(small, -1)
+    assert_same(z, np.roll(sv, 1) + np.roll(sv, -1))
+    assert stats()["kernels_launched"] == 4      # copies into both rolled arrays, the sum
+
+
+def test_rolled_array_read_otherwise_is_materialised():
+    """A rolled array that is kept, reduced or viewed is the real rolled copy."""
+    xv = _rng(3).standard_normal(N)
+    x = _computed(xv)
+    r = ps.roll(x, 4)
+    s = ps.sum(r)
+    w = r[10:20]
+    y = r + 1.0                               # cut into pieces; r itself is still computed
+    assert_same(y, np.roll(xv, 4) + 1.0)
+    assert_same(r, np.roll(xv, 4))
+    assert_same(w, np.roll(xv, 4)[10:20])
+    assert float(s) == pytest.approx(float(np.sum(xv)), rel=1e-12)
+
+
+def test_wave_loop_in_one_flush_and_in_a_macro():
+    u0, p0 = _rng(4).standard_normal(N), _rng(5).standard_normal(N)
+
+    def step(m, u, up):
+        return 2.0 * u - up + 0.25 * (m.roll(u, 1) + m.roll(u, -1) - 2.0 * u), u
+
+    u, up = u0, p0
+    for _ in range(6):
+        u, up = step(np, u, up)
+    a, b = _computed(u0), _computed(p0)
+    for _ in range(6):
+        a, b = step(ps, a, b)
+    assert_same(a, u)
+
+    macro_step = ps.macro(lambda u, up: step(ps, u, up))
+    a, b = _computed(u0), _computed(p0)
+    outs = []
+    for _ in range(6):
+        a, b = macro_step(a, b)
+        outs.append(a)
+    assert_same(a, u)
+    # every replay wrote a buffer of its own
+    assert len({id(np.asarray(o)) for o in outs}) == 6
+    assert not np.array_equal(np.asarray(outs[-1]), np.asarray(outs[-2]))
