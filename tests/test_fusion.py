@@ -392,3 +392,28 @@ def test_per_row_arithmetic_between_reductions_is_inlined(stats):
     ps.reset_stats()
     assert_same(ln(ps, x, gg), ln(np, a, g), rtol=1e-12, atol=1e-12)
     assert stats()["kernels_launched"] == 3
+
+
+def test_ops_move_into_the_kernel_that_reads_them(executor, stats):
+    """``a`` is recorded before an op (here a sort) that forces its reader into a later
+    kernel: it is computed there, in registers, instead of stored and read back
+    (fusion.sink_ops); an ``a`` the program keeps is stored once, as before."""
+    xv = _f32(seed=3)
+    x = ps.asarray(xv) * 1.0
+    ps.sync()
+    ps.reset_stats()
+    a = x * 2.0 - 1.0
+    z = a + ps.sort(x)
+    del a
+    assert_same(z, (xv * 2.0 - 1.0) + np.sort(xv))
+    st = stats()
+    assert st["kernels_launched"] == 1 and st["intrinsics_launched"] == 1
+    assert st["buffers_allocated"] == 2             # the sort's output and z
+
+    ps.reset_stats()
+    a = x * 2.0 - 1.0                               # kept: stored by its own kernel
+    z = a + ps.sort(x)
+    assert_same(z, (xv * 2.0 - 1.0) + np.sort(xv))
+    assert_same(a, xv * 2.0 - 1.0)
+    st = stats()
+    assert st["kernels_launched"] == 2 and st["buffers_allocated"] == 3

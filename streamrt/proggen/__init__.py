@@ -64,6 +64,8 @@ def generate(entries, backend_caps):
     if fuse and backend_caps.get("renderer") == "numba" and backend_caps.get("inline_scalars",
                                                                               True):
         inlined = fusion.inline_scalars(groups, gidx, consumers)
+    if fuse and backend_caps.get("sink_ops", True):
+        fusion.sink_ops(groups, gidx, consumers, backend_caps.get("max_ops", 128))
     stored = analysis.forward(live, consumers, gidx) - inlined
     scans = {}
     if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans \

@@ -136,3 +136,65 @@ def inline_scalars(groups, gidx, consumers):
             inlined.add(p.id)
         g.ops = []
     return inlined
+
+
+
+def sink_ops(groups, gidx, consumers, max_ops=128):
+    """Element-wise ops whose values are all read by one later kernel over the same space
+    (and held by no Array) move into that kernel: their values then pass in registers
+    instead of through memory. Greedy fusion misses this when an op in between forces the
+    consumer into a new group -- in ``2u - up + c * (roll(u, 1) + roll(u, -1) - 2u)`` the
+    rolled sum is a region-written array, so ``2u - up``, recorded first, would be stored
+    and read back -- and when the first ops of a loop's next step join this step's kernel
+    because their input is computed there. An op moves only if the values it reads from its
+    own kernel are stored anyway (held by an Array or read through a view). Inputs of a
+    moved op are computed before its first kernel, so also before the later one; region
+    writes that reuse a buffer in place are decided after this pass."""
+    from ..ops import OPS
+
+    def kept(p):
+        return not p.released or any(c.kind == "view" for c in consumers[p.id])
+
+    for g in groups:
+        if g.kind != "fused" or g.axes is not None or not g.ops:
+            continue
+        # the largest set of this kernel's element-wise ops that can move together: prune
+        # until every member's readers are members or in the target kernel, and every value
+        # it reads from this kernel is a member's or stored anyway
+        moving = {p.id: p for p in g.ops
+                  if p.kind == "map" and p.released and not OPS[p.op].counter}
+        target = None
+        changed = True
+        while moving and changed:
+            changed = False
+            for p in list(moving.values()):
+                ok = True
+                for c in consumers[p.id]:
+                    if c.id in moving:
+                        continue
+                    hc = gidx.get(c.id)
+                    if hc is None and c.kind != "view":
+                        continue                    # a dead op: reads nothing
+                    if c.kind == "view" or hc <= g.index or \
+                            (target is not None and hc != target):
+                        ok = False
+                        break
+                    t = groups[hc]
+                    if t.kind != "fused" or t.space != g.space:
+                        ok = False
+                        break
+                    target = hc
+                if ok:
+                    ok = all(gidx.get(i.id) != g.index or i.id in moving or kept(i)
+                             for i in p.inputs)
+                if not ok:
+                    del moving[p.id]
+                    changed = True
+        if not moving or target is None or \
+                len(groups[target].ops) + len(moving) > max_ops:
+            continue
+        ops = [p for p in g.ops if p.id in moving]
+        g.ops = [p for p in g.ops if p.id not in moving]
+        groups[target].ops[:0] = ops
+        for p in ops:
+            gidx[p.id] = target
