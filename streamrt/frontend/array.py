@@ -23,6 +23,7 @@ from . import indexing as _indexing
 from .indexing import register as _register
 from . import pieces as _pieces
 from .pieces import PIECEWISE
+_PIECEWISE_DATA = PIECEWISE.data        # (a dict: cheaper to test than the WeakKeyDictionary)
 
 
 # ---- recording helpers --------------------------------------------------------------------
@@ -36,7 +37,7 @@ def _foreign_inputs(port, q):
 
 
 def _enqueue(port):
-    if PIECEWISE and port.kind == "map":
+    if _PIECEWISE_DATA and port.kind == "map":
         r = _pieces.lower(port)         # an input is a rolled array (frontend/pieces.py)
         if r is not None:
             return r
