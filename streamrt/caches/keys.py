@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 
 from ..config import FLAGS, settings
@@ -19,11 +18,13 @@ def compiler_versions() -> str:
     for lib in (("executors", "cpu_lib.py"), ("executors", "vecmath.py"),
                 ("executors", "cpu_rng.py"), ("rngcore.py",)):
         with open(os.path.join(pkg, *lib), "rb") as f:
+            import hashlib          # (not at import: OpenSSL's start-up is ~6 ms)
             libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)
 
 
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
+    import hashlib
     h = hashlib.sha1()
     for part in (backend, device, compiler_versions(), flags, source):
         h.update(part.encode())

@@ -25,7 +25,6 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 * ``{"t": "end", "wall": s}`` -- the last line."""
 from __future__ import annotations
 
-import json
 import os
 import platform
 import threading
@@ -161,6 +160,7 @@ class Collector:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             for r in lines:
+                import json
                 f.write(json.dumps(r, separators=(",", ":")) + "\n")
         os.replace(tmp, self.path)
         return self.path
