@@ -378,3 +378,34 @@ def test_eviction_in_the_runtime(stats, monkeypatch):
     st = stats()
     assert (st["trace_cache_misses"], st["trace_cache_hits"]) == (4, 1)
     assert tc_mod.get().info()["entries"] == 2
+
+
+def test_small_reads_of_a_cached_trace_run_directly(stats):
+    """From the second hit on, a small trace read on an idle pipeline runs through the
+    template's direct plan (executors/direct.py): same values -- new Python scalars each
+    time -- and the same counters as the general path."""
+    xv = np.random.default_rng(7).standard_normal(N)
+    x = ps.asarray(xv) * 1.0
+    ps.sync()
+
+    def run(direct):
+        with ps.config.override(direct_replay=direct):
+            ps.reset_stats()
+            got = []
+            for i in range(6):
+                c = 0.5 + i                         # a new scalar parameter each time
+                y = x * c + 1.0
+                got.append((float(ps.max(y)), np.asarray(y)))
+            return got, ps.runtime_stats()
+
+    general, st_g = run(False)
+    direct, st_d = run(True)
+    for i, ((m, y), (gm, gy)) in enumerate(zip(direct, general)):
+        want = xv * (0.5 + i) + 1.0
+        assert_same(y, want, what=f"call {i}")
+        assert m == float(want.max()) == gm
+        assert np.array_equal(y, gy)
+    assert st_g["direct_replays"] == 0 and st_d["direct_replays"] >= 4
+    for k in ("kernels_launched", "flushes", "sequences_submitted", "inline_sequences",
+              "buffers_allocated", "bytes_allocated"):
+        assert st_d[k] == st_g[k], k

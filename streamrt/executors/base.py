@@ -32,12 +32,24 @@ def kernel_partials(spec, n):
     out = []
     for s in spec:
         if isinstance(s, tuple):
-            import numba
-            from ..proggen.render_numba import BLOCK
-            out.append(np.empty((numba.config.NUMBA_NUM_THREADS, BLOCK), s[1]))
+            out.append(np.empty(_block_shape(), s[1]))
         else:
             out.append(np.empty(n, s))
     return out
+
+
+_BLOCK_SHAPE = None
+
+
+def _block_shape():
+    """(Numba's thread count, BLOCK): rows of a blocked reduction's scratch (fixed once Numba
+    is loaded: ``NUMBA_NUM_THREADS`` is the pool size, not ``set_num_threads``)."""
+    global _BLOCK_SHAPE
+    if _BLOCK_SHAPE is None:
+        import numba
+        from ..proggen.render_numba import BLOCK
+        _BLOCK_SHAPE = (numba.config.NUMBA_NUM_THREADS, BLOCK)
+    return _BLOCK_SHAPE
 
 
 class Executor:

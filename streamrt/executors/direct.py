@@ -1,4 +1,5 @@
-"""Direct replay on the CPU executor: a macro section whose programs are Numba kernels reading
+"""Direct replay on the CPU executor: a macro section (``Plan``) or a trace-cache hit
+(``TracePlan``) whose programs are Numba kernels reading
 computed inputs is run straight from the replay call -- output buffers, kernel arguments, the
 call -- with no ports for its intermediates, no program sequence and no E-Scheduler round.
 
@@ -171,3 +172,134 @@ def plan(sec, seq, ports, executor):
         else:
             return None
     return Plan(steps, slots, outputs, list(used_inputs), elements, sec.nnew, len(steps))
+
+
+class TracePlan:
+    """A cached trace whose programs are Numba kernels, run by the flush that hit it when that
+    flush would run it inline (a read or ``ps.sync()`` of a small trace on an idle pipeline):
+    the kernels are called with the flushed ports' buffers, without instantiating the template
+    or a round through the E-Scheduler. The small-array read in a loop (``float(ps.max(u))``)
+    spends its time there, not in the kernel."""
+    __slots__ = ("steps", "slots", "elements", "dead", "counts", "runs", "inputs",
+                 "__weakref__")
+
+    def __init__(self, steps, slots, elements, dead, nkernels):
+        self.steps, self.slots, self.elements, self.dead = steps, slots, elements, dead
+        # the port numbers whose buffers the kernels read, each once
+        self.inputs = tuple(dict.fromkeys(x for _, _, srcs, _ in steps
+                                          for kind, x in srcs if kind == "p"))
+        nbytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt in slots)
+        self.counts = (("sequences_submitted", 1), ("inline_sequences", 1),
+                       ("kernels_launched", nkernels), ("program_cache_memory_hits", nkernels),
+                       ("buffers_allocated", len(slots)), ("bytes_allocated", nbytes),
+                       ("direct_replays", 1))
+        self.runs = 0
+        stats.register_runs(self)
+
+    def run(self, kports, executor):
+        """Run the trace over ``kports``; False (nothing changed): take the general path."""
+        if self.elements > settings.inline_elements:
+            return False
+        vals = {}
+        for i in self.inputs:
+            p = kports[i]
+            b = p.inputs[0] if p.kind == "view" else p
+            v = b.value
+            if b.state != DONE or type(v) is not np.ndarray:
+                return False
+            vals[i] = v.reshape(-1)
+        f = cscheduler.flow()
+        if not f.try_idle():
+            return False
+        try:
+            bufs = [np.empty(shape, dt) for _, shape, dt in self.slots]
+            flat = [b.reshape(-1) for b in bufs]
+            serial_max = settings.serial_elements
+            with executor.run_lock:
+                for kern, elements, srcs, red in self.steps:
+                    args = []
+                    for kind, x in srcs:
+                        if kind == "c":
+                            args.append(x)
+                        elif kind == "p":
+                            args.append(vals[x])
+                        elif kind == "b":
+                            args.append(flat[x])
+                        else:
+                            args.append(scalar_value(kports[x]))
+                    if red is not None:
+                        K, R0, partials = red
+                        C = chunks_for(K, R0)
+                        args += kernel_partials(partials, K * C)
+                        args.append(C)
+                    program_cache.call(kern, elements <= serial_max, args)
+        except Exception:  # noqa: BLE001 - the general path splits, falls back and counts
+            return False
+        finally:
+            f.release()
+        self.runs += 1
+        for (i, _, _), buf in zip(self.slots, bufs):
+            p = kports[i]
+            p.value = buf if p.nrefs > 0 else None     # released: nothing can read it
+            p.state = DONE
+            p.inputs = ()
+        for i in self.dead:
+            p = kports[i]
+            if p.kind == "intrinsic" and p.op == "update":
+                b = p.inputs[0]
+                if b.kind == "const" and b.params == ("scratch",) and b.nrefs <= 0:
+                    b.value = None
+        return True
+
+
+def trace_plan(t, seq, kports, executor):
+    """The TracePlan of template ``t`` (``seq``: its instantiation for ``kports``, before
+    submission), or None."""
+    if type(executor) is not CPUExecutor or not seq.programs:
+        return None
+    pos = {p.id: i for i, p in enumerate(kports)}
+    slot_of, slots, steps, elements = {}, [], [], 0
+    for prog in seq.programs:
+        k = prog.kernel
+        if prog.kind != "kernel" or k is None:
+            return None
+        for p in prog.outputs:
+            i = pos.get(p.id)
+            if i is None or p.kind == "view" or p.value is not None or i in slot_of:
+                return None
+            slot_of[i] = len(slots)
+            slots.append((i, p.shape, p.dtype))
+        srcs = [("c", prog.table)]
+        for a in k.loads:
+            i = pos.get(a.port.id)
+            b = a.port.inputs[0] if a.port.kind == "view" else a.port
+            if i is None:
+                return None
+            if b.id in pos and pos[b.id] in slot_of:
+                if a.port.kind == "view":
+                    return None             # (a view of this trace's own result)
+                srcs.append(("b", slot_of[pos[b.id]]))
+            else:
+                srcs.append(("p", i))
+        for a in k.stores:
+            i = pos.get(a.port.id)
+            if a.role in ("copy", "alias") or i not in slot_of:
+                return None
+            srcs.append(("b", slot_of[i]))
+        for sc in k.scalars:
+            i = pos.get(sc.id)
+            if i is None:
+                return None
+            srcs.append(("s", i))
+        red = None
+        if k.is_reduction:
+            for r in k.reductions:
+                if pos.get(r.id) not in slot_of:
+                    return None
+                srcs.append(("b", slot_of[pos[r.id]]))
+            red = (math.prod(k.kept) if k.kept else 1, k.red[0] if k.red else 1, prog.partials)
+        elements = max(elements, k.elements)
+        steps.append((program_cache.numba_kernels(prog.source, prog.fn), k.elements,
+                      tuple(srcs), red))
+    dead = tuple(pos[p.id] for p in seq.dead if p.id in pos)
+    return TracePlan(tuple(steps), tuple(slots), elements, dead, len(steps))

@@ -120,10 +120,11 @@ class ProgramSequence:
 # buffer stays alive through a cache) and is instantiated for new ports in one pass.
 
 class Template:
-    __slots__ = ("programs", "dead", "n", "sites")
+    __slots__ = ("programs", "dead", "n", "sites", "direct")
 
     def __init__(self, programs, dead, n, sites):
         self.programs, self.dead, self.n, self.sites = programs, dead, n, sites
+        self.direct = None      # executors/direct.py: None (not tried), False or a TracePlan
 
 
 def to_template(seq, kports):

@@ -13,6 +13,7 @@ from ..profiler import collector
 from ..config import settings
 from . import escheduler as es_mod
 from . import placement
+from . import workqueue as _wq
 from .flow import Flow
 from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
 
@@ -32,9 +33,12 @@ def flow() -> Flow:
         return _flow
 
 
-def _program_sequence(entries, kparts, kports, executor, macro_key=None):
+def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False):
     """(program sequence, cache hit or None) for a flush: a trace-cache (or macro-cache) hit
-    instantiates the cached template; a miss runs ProgGen and caches the template."""
+    instantiates the cached template; a miss runs ProgGen and caches the template.
+    ``direct_ok``: the flush would run its sequence inline with nothing observing it -- a hit
+    whose template has a direct plan (executors/direct.py) runs it here instead and returns
+    (None, True)."""
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
@@ -46,7 +50,14 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None):
             cache.note(True)
             if prof is not None:
                 prof.cache(cache.stat[:5], True, _first_site(entries))
-            return sequence.instantiate(t, kports), True
+            plan = t.direct
+            if plan and direct_ok and plan.run(kports, executor):
+                return None, True
+            seq = sequence.instantiate(t, kports)
+            if plan is None and direct_ok:
+                from ..executors import direct
+                t.direct = direct.trace_plan(t, seq, kports, executor) or False
+            return seq, True
         esites = [e[1].site for e in entries if e[0] == "compute"]
         why = None
         if settings.debug >= 1 or prof is not None:
@@ -62,6 +73,17 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None):
             cache.insert(key, t, esites)
         return seq, False
     return proggen.generate(entries, executor.caps), None
+
+
+def _direct_ok(executor):
+    """Whether a flush's sequence may run through a direct plan: the CPU executor, the
+    direct path on, and nothing observing the run (profiler, debugger, launch log)."""
+    if executor.name != "cpu" or not settings.direct_replay or settings.debug \
+            or collector._active is not None or es_mod.on_complete is not None \
+            or es_mod.keep_graph or distributed_route is not None:
+        return False
+    es = es_mod._instance
+    return _wq.on_record is None and (es is None or es.launch_log is None)
 
 
 def _first_site(entries):
@@ -85,7 +107,18 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             routed = distributed_route(entries, executor)
             if routed is not executor:           # reads arrays held by Dask workers
                 executor, placed = routed, None
-        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key)
+        direct_ok = placed is None and reason in ("read", "sync") and _direct_ok(executor)
+        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct_ok)
+        if seq is None:                 # run by the template's direct plan
+            for e in entries:
+                if e[0] == "compute":
+                    p = e[1]
+                    if p.state == NEW and p.kind == "view":
+                        p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+                    elif p.state == NEW:
+                        p.state = DEAD
+            stats.add("flushes")
+            return None
         if getattr(executor, "in_order", False) and not es_mod.keep_graph:
             seq.mark_transient()
         _drop_dead_scratch(seq)
