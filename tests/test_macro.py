@@ -278,6 +278,36 @@ def test_direct_replay_steps_aside_when_watched_or_failing(stats, tmp_path, monk
     assert ps.runtime_stats()["direct_replays"] == 1
 
 
+def test_direct_replay_memo_follows_caches_settings_and_signature(stats):
+    """The last direct replay's section is reused without building the key only while the
+    settings, the macro cache and the argument signature are unchanged."""
+    f = ps.macro(_normalise)
+    u0 = _f64(seed=42)
+    u = ps.asarray(u0) * 1.0
+    ps.sync()
+    for _ in range(3):                  # record, first replay (plan), a direct replay
+        f(u)
+    ps.reset_stats()
+    v, _ = f(u)
+    assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
+    st = stats()
+    assert st["direct_replays"] == 1 and st["macro_cache_hits"] == 1
+    ps.clear_caches()
+    ps.reset_stats()
+    f(u)                                # recorded again
+    assert stats()["macro_cache_misses"] == 1 and f.calls == 2
+    with ps.config.override(fusion=False):
+        ps.reset_stats()
+        v, _ = f(u)                     # other code: another section
+        assert stats()["macro_cache_misses"] == 1
+        assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
+    w0 = _f64(n=30, seed=43)
+    ps.reset_stats()
+    v, _ = f(ps.asarray(w0) * 1.0)      # another shape
+    assert stats()["macro_cache_misses"] == 1
+    assert_same(v, (w0 - w0.mean()) * 0.5, atol=1e-13)
+
+
 # ---- nesting -----------------------------------------------------------------------------------
 def test_nested_macro(stats):
     ran = {"inner": 0, "outer": 0}

@@ -15,6 +15,7 @@ class MacroCache(TraceCache):
     def __init__(self, max_entries=256, per_bucket=16):
         super().__init__(max_entries, per_bucket)
         self._sections = cachetools.LRUCache(maxsize=max_entries)
+        self.generation = 0         # bumped by clear(): macros' own memos of a section die
 
     @staticmethod
     def _first(key):
@@ -33,6 +34,7 @@ class MacroCache(TraceCache):
         super().clear()
         with self.lock:
             self._sections.clear()
+            self.generation += 1
 
     def info(self):
         d = super().info()

@@ -164,6 +164,9 @@ class Macro:
         self.name = name or getattr(fn, "__qualname__", repr(fn))
         self.calls = 0          # times the Python body ran (recordings and inlined nests)
         self.replays = 0
+        # the last section replayed directly, for calls with only plain Array arguments:
+        # (settings memo, cache generation, argument signature, section)
+        self._last = None
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
@@ -201,6 +204,11 @@ class Macro:
         return inputs, tuple(sig), new_args, new_kwargs
 
     def __call__(self, *args, **kwargs):
+        last = self._last
+        if last is not None and not kwargs:
+            out = self._fast(last, args)
+            if out is not None:
+                return out
         site = callsite()
         q = current_queue()
         rec = q.recording
@@ -229,6 +237,8 @@ class Macro:
                     cscheduler.flush(q, reason="macro-begin")
                 out = plan.run(inputs, q, executor)      # (counts the macro-cache hit)
                 if out is not None:
+                    if not kwargs:
+                        self._remember(args, sig, sec, cache)
                     return _unflatten(sec.struct, [Array._wrap(p) for p in out])
                 self.replays -= 1
             cache.note(True)
@@ -240,6 +250,47 @@ class Macro:
         if prof is not None:
             prof.cache("macro", False, site, f"first call of {self.name} with this signature")
         return self._record(key, inputs, args, kwargs, q, executor, site)
+
+    # ---- the fast path: same plain-Array signature as the last direct replay -------------
+    @staticmethod
+    def _plain_sig(args):
+        """(shape, dtype, kind) per argument if every argument is an Array over its own
+        (non-view) port -- the signature ``_split_args`` gives such calls -- else None."""
+        sig = []
+        seen = set()
+        for a in args:
+            if type(a) is not Array:
+                return None
+            p = a._port
+            if p.kind == "view" or p.id in seen:
+                return None
+            seen.add(p.id)
+            sig.append((p.shape, p.dtype, p.kind))
+        return tuple(sig)
+
+    def _remember(self, args, sig, sec, cache):
+        plain = self._plain_sig(args)
+        if plain is not None and all(s[0] == "I" and len(s) == 5 and s[4] == i
+                                     for i, s in enumerate(sig)):
+            self._last = (settings.__dict__.get("_settings_key"), cache.generation, plain, sec)
+
+    def _fast(self, last, args):
+        """A direct replay without building the cache key: the settings, the macro cache and
+        the arguments' signature are those of the last direct replay. None: the general
+        path (which also raises any error, naming the caller's line)."""
+        memo, gen, plain, sec = last
+        if memo is None or settings.__dict__.get("_settings_key") is not memo or \
+                macro_cache.get().generation != gen or self._plain_sig(args) != plain:
+            return None
+        q = current_queue()
+        if q.recording is not None or q.entries or collector._active is not None or \
+                not _direct_ok():
+            return None
+        out = sec.direct.run(args, q, registry.get())
+        if out is None:
+            return None
+        self.replays += 1
+        return _unflatten(sec.struct, [Array._wrap(p) for p in out])
 
     # ---- first call: run the body and keep the section ------------------------------------
     def _record(self, key, inputs, args, kwargs, q, executor, site):
