@@ -6,9 +6,10 @@
    a read per iteration (end to end: record, flush, instantiate the cached template, run the
    fused kernel, read), and pure recording (many ops, then one ps.sync()), against NumPy's
    own per-op cost for the same body.
-2. A 20-op @ps.macro section: replay cost per call on the application side (the executor
-   stubbed out, so only signature, port re-creation and submission are timed) and end to end
-   (call + read), against the same body in eager NumPy.
+2. A 20-op @ps.macro section: the direct replay's cost per call (executors/direct.py: the
+   kernel runs inside the call), the general replay path on the application side (direct
+   replay off, the executor stubbed out, so only signature, port re-creation and submission
+   are timed) and end to end (call + read), against the same body in eager NumPy.
 3. A second process: its first call (Numba import + kernels loaded from the disk cache +
    ProgGen, with the cold tier off) against its warm call, and Numba's one-time start-up
    (``import numba`` + a trivial njit call in a fresh process); and the first call with the
@@ -141,17 +142,22 @@ def bench_macro():
         return np.asarray(section20(x, y))
 
     replays0 = section20.replays
+    d0 = ps.runtime_stats()["direct_replays"]
     t_e2e = median_time(e2e, 2000)
-    # application side: the same replays with the executor stubbed out
+    # the direct replay (executors/direct.py): the whole call, kernel included, no read
+    t_direct = median_time(lambda: section20(x, y), 2000)
+    assert ps.runtime_stats()["direct_replays"] - d0 >= 2 * REPEATS * 2000
+    # application side of the general replay path: the executor stubbed out
     real = cscheduler.dispatch
     cscheduler.dispatch = lambda seq, executor, inline=False: None
     try:
-        t_app = median_time(lambda: section20(x, y), 2000)
+        with ps.config.override(direct_replay=False):
+            t_app = median_time(lambda: section20(x, y), 2000)
     finally:
         cscheduler.dispatch = real
-    assert section20.calls == 1 and section20.replays - replays0 == 2 * REPEATS * 2000
+    assert section20.calls == 1 and section20.replays - replays0 == 3 * REPEATS * 2000
     t_np = median_time(lambda: body20(np, a, b), 2000)
-    return t_app, t_e2e, t_np
+    return t_app, t_direct, t_e2e, t_np
 
 
 # ---- 3. a second process -------------------------------------------------------------------
@@ -251,7 +257,7 @@ def main():
     us = 1e6
     try:
         sr_op, np_op, rec_op = bench_trace_path()
-        app, e2e, np20 = bench_macro()
+        app, direct, e2e, np20 = bench_macro()
         miss_on, miss_off = bench_no_repetition()
         first_fill, first2, warm2, imp2, numba_start, cold = bench_second_process()
     finally:
@@ -259,7 +265,8 @@ def main():
     rows = [
         ("per op, trace-cache hit (8-op body + read)", sr_op * us, np_op * us, "us/op"),
         ("per op, recording only (1,600 ops, 1 sync)", rec_op * us, np_op * us, "us/op"),
-        ("20-op macro replay, app side", app * us, np20 * us, "us/call"),
+        ("20-op macro replay, general path, app side", app * us, np20 * us, "us/call"),
+        ("20-op macro replay, direct (kernel included)", direct * us, np20 * us, "us/call"),
         ("20-op macro replay, end to end (+ read)", e2e * us, np20 * us, "us/call"),
         ("no repetition: flush, trace cache on/off", miss_on * us, miss_off * us, "us/flush"),
     ]

@@ -6,6 +6,7 @@ import os
 import threading
 
 import numpy as np
+import pytest
 from helpers import assert_same
 
 import streamrt as ps
@@ -151,3 +152,20 @@ def test_every_setting_is_documented_in_the_guide():
     guide = open(os.path.join(os.path.dirname(__file__), "..", "docs", "guide.md")).read()
     missing = [f.name for f in ps.config.FLAGS.values() if f"| `{f.name}` |" not in guide]
     assert not missing, f"flags without a row in docs/guide.md: {missing}"
+
+
+@pytest.mark.parametrize("dts", [("float64", "float64"), ("int32", "float32"),
+                                 ("float32", "int64"), ("int64", "int32")])
+def test_zero_d_array_against_an_array_promotes_like_numpy(dts):
+    """The recording fast path takes ``alpha * p`` (a computed 0-d array against an array,
+    either side); the results and dtypes are NumPy 2's (0-d arrays are not weak)."""
+    a_dt, s_dt = dts
+    av = np.arange(1, 7).astype(a_dt)
+    sv = np.asarray(np.arange(1, 4).astype(s_dt).sum())
+    a = ps.asarray(av) * 1
+    s = ps.sum(ps.asarray(np.arange(1, 4).astype(s_dt)) * 1)
+    for _ in range(2):                  # the second time through the memoised path
+        got = [a * s, s * a, s - a, a / s]
+    want = [av * sv, sv * av, sv - av, av / sv]
+    for g, w in zip(got, want):
+        assert_same(g, w, ulps=1)

@@ -675,10 +675,18 @@ def _binop(name, reflected=False):
         record_map, which validates fully and fills the memo this path relies on."""
         p = self._port
         t = type(other)
+        shape = p.shape
         if t is Array:
             q = other._port
-            if q.shape != p.shape:
-                return None
+            if q.shape != shape:
+                # a 0-d array against an array (CG's ``alpha * p``): NumPy 2 promotes 0-d
+                # arrays like any other, so the same-shape memo entry holds
+                if not q.shape and q.kind != "const":
+                    pass
+                elif not shape and p.kind != "const":
+                    shape = q.shape
+                else:
+                    return None
             key = (name, p.dtype, q.dtype, reflected)
         elif t is float or t is int:
             q = None
@@ -701,7 +709,7 @@ def _binop(name, reflected=False):
             q = Port("scalar", "scalar", loop_dt, (), params=("weak", "f" if t is float else "i"),
                      scalar=other, site=site)
         ins = (q, p) if reflected else (p, q)
-        return _enqueue(Port("map", name, out_dt, p.shape, ins, (), site, loop_dtype=loop_dt))
+        return _enqueue(Port("map", name, out_dt, shape, ins, (), site, loop_dtype=loop_dt))
 
     def slow(self, other, site):
         r = general(name, other, self, site=site) if reflected else \
@@ -709,7 +717,8 @@ def _binop(name, reflected=False):
         t = type(other)
         if t is Array or t is float or t is int:
             k = other._port.dtype if t is Array else ("f" if t is float else "i")
-            if not (t is Array and other._port.shape != self._port.shape):
+            if not (t is Array and other._port.shape != self._port.shape
+                    and other._port.shape and self._port.shape):
                 try:
                     a, b = (k, self._port.dtype) if reflected else (self._port.dtype, k)
                     _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
