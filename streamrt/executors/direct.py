@@ -62,18 +62,7 @@ class Plan:
             return None         # (launches are serialised by run_lock: a racy read is safe)
         try:
             bufs = [np.empty(shape, dt) for shape, dt, _ in self.slots]
-            flat = [b.reshape(-1) for b in bufs]
-            serial_max = settings.serial_elements
-            with executor.run_lock:
-                for kern, elements, srcs, red in self.steps:
-                    args = [s[1] if s[0] == "c" else (vals if s[0] == "i" else flat)[s[1]]
-                            for s in srcs]
-                    if red is not None:
-                        K, R0, partials = red
-                        C = chunks_for(K, R0)
-                        args += kernel_partials(partials, K * C)
-                        args.append(C)
-                    program_cache.call(kern, elements <= serial_max, args)
+            _launch(self.steps, executor, bufs, lambda kind, x: vals[x])
         except Exception:  # noqa: BLE001 - the general path splits, falls back and counts
             return None
         self.runs += 1
@@ -94,6 +83,38 @@ class Plan:
                     made[x] = p
                 out.append(p)
         return out
+
+
+def _launch(steps, executor, bufs, resolve):
+    """Call each step's kernel in order. Argument sources: ``("c", value)`` a constant,
+    ``("b", j)`` buffer ``j`` of this run (flattened), any other ``resolve(kind, x)``."""
+    flat = [b.reshape(-1) for b in bufs]
+    serial_max = settings.serial_elements
+    with executor.run_lock:
+        for kern, elements, srcs, red in steps:
+            args = [x if kind == "c" else flat[x] if kind == "b" else resolve(kind, x)
+                    for kind, x in srcs]
+            if red is not None:
+                K, R0, partials = red
+                C = chunks_for(K, R0)
+                args += kernel_partials(partials, K * C)
+                args.append(C)
+            program_cache.call(kern, elements <= serial_max, args)
+
+
+def _step(prog, srcs, pos, slot_of):
+    """The step of kernel program ``prog`` once its table, loads, stores and scalars are in
+    ``srcs``: (kernels, elements, sources, reduction launch shape or None) with the
+    reductions' buffers added; None if a reduction is not written by this plan."""
+    k = prog.kernel
+    red = None
+    if k.is_reduction:
+        for r in k.reductions:
+            if pos.get(r.id) not in slot_of:
+                return None
+            srcs.append(("b", slot_of[pos[r.id]]))
+        red = (math.prod(k.kept) if k.kept else 1, k.red[0] if k.red else 1, prog.partials)
+    return program_cache.numba_kernels(prog.source, prog.fn), k.elements, tuple(srcs), red
 
 
 def plan(sec, seq, ports, executor):
@@ -147,19 +168,11 @@ def plan(sec, seq, ports, executor):
             if i is None or recipes[i][0] != "F":
                 return None
             srcs.append(("c", scalar_value(s)))
-        red = None
-        if k.is_reduction:
-            for r in k.reductions:
-                if pos.get(r.id) not in slot_of:
-                    return None
-                srcs.append(("b", slot_of[pos[r.id]]))
-            K = 1
-            for n in k.kept or ():
-                K *= n
-            red = (K, k.red[0] if k.red else 1, prog.partials)
+        step = _step(prog, srcs, pos, slot_of)
+        if step is None:
+            return None
+        steps.append(step)
         elements = max(elements, k.elements)
-        kern = program_cache.numba_kernels(prog.source, prog.fn)
-        steps.append((kern, k.elements, tuple(srcs), red))
     outputs = []
     for _, o in sec.outputs:
         r = recipes[o]
@@ -213,26 +226,8 @@ class TracePlan:
             return False
         try:
             bufs = [np.empty(shape, dt) for _, shape, dt in self.slots]
-            flat = [b.reshape(-1) for b in bufs]
-            serial_max = settings.serial_elements
-            with executor.run_lock:
-                for kern, elements, srcs, red in self.steps:
-                    args = []
-                    for kind, x in srcs:
-                        if kind == "c":
-                            args.append(x)
-                        elif kind == "p":
-                            args.append(vals[x])
-                        elif kind == "b":
-                            args.append(flat[x])
-                        else:
-                            args.append(scalar_value(kports[x]))
-                    if red is not None:
-                        K, R0, partials = red
-                        C = chunks_for(K, R0)
-                        args += kernel_partials(partials, K * C)
-                        args.append(C)
-                    program_cache.call(kern, elements <= serial_max, args)
+            _launch(self.steps, executor, bufs,
+                    lambda kind, x: vals[x] if kind == "p" else scalar_value(kports[x]))
         except Exception:  # noqa: BLE001 - the general path splits, falls back and counts
             return False
         finally:
@@ -243,12 +238,7 @@ class TracePlan:
             p.value = buf if p.nrefs > 0 else None     # released: nothing can read it
             p.state = DONE
             p.inputs = ()
-        for i in self.dead:
-            p = kports[i]
-            if p.kind == "intrinsic" and p.op == "update":
-                b = p.inputs[0]
-                if b.kind == "const" and b.params == ("scratch",) and b.nrefs <= 0:
-                    b.value = None
+        cscheduler.drop_dead_scratch(kports[i] for i in self.dead)
         return True
 
 
@@ -291,15 +281,10 @@ def trace_plan(t, seq, kports, executor):
             if i is None:
                 return None
             srcs.append(("s", i))
-        red = None
-        if k.is_reduction:
-            for r in k.reductions:
-                if pos.get(r.id) not in slot_of:
-                    return None
-                srcs.append(("b", slot_of[pos[r.id]]))
-            red = (math.prod(k.kept) if k.kept else 1, k.red[0] if k.red else 1, prog.partials)
+        step = _step(prog, srcs, pos, slot_of)
+        if step is None:
+            return None
+        steps.append(step)
         elements = max(elements, k.elements)
-        steps.append((program_cache.numba_kernels(prog.source, prog.fn), k.elements,
-                      tuple(srcs), red))
     dead = tuple(pos[p.id] for p in seq.dead if p.id in pos)
     return TracePlan(tuple(steps), tuple(slots), elements, dead, len(steps))

@@ -110,18 +110,12 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         direct_ok = placed is None and reason in ("read", "sync") and _direct_ok(executor)
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct_ok)
         if seq is None:                 # run by the template's direct plan
-            for e in entries:
-                if e[0] == "compute":
-                    p = e[1]
-                    if p.state == NEW and p.kind == "view":
-                        p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
-                    elif p.state == NEW:
-                        p.state = DEAD
+            _unwritten(entries)
             stats.add("flushes")
             return None
         if getattr(executor, "in_order", False) and not es_mod.keep_graph:
             seq.mark_transient()
-        _drop_dead_scratch(seq)
+        drop_dead_scratch(seq.dead)
         if placed is not None:
             placement.start(seq, placed, executor)
         prof = collector._active
@@ -132,13 +126,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             for p in prog.outputs:
                 written.add(p.id)
                 p.state = SUBMITTED
-        for e in entries:
-            if e[0] == "compute":
-                p = e[1]
-                if p.state == NEW and p.kind == "view":
-                    p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
-                elif p.state == NEW:
-                    p.state = DEAD          # dead or fused away: never written to memory
+        _unwritten(entries)
         stats.add("flushes")
         if settings.debug >= 1:
             nk = sum(1 for p in seq.programs if p.kind == "kernel")
@@ -148,13 +136,25 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         return seq
 
 
-def _drop_dead_scratch(seq):
+def _unwritten(entries):
+    """The flushed ports no program writes: views follow their base; the rest were dead or
+    fused away and are never written to memory."""
+    for e in entries:
+        if e[0] == "compute":
+            p = e[1]
+            if p.state == NEW and p.kind == "view":
+                p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+            elif p.state == NEW:
+                p.state = DEAD
+
+
+def drop_dead_scratch(dead):
     """An uninitialised buffer (``np.empty`` at record time: ``roll``, ``concatenate``, the
     assembled results of frontend/pieces.py) whose region writes were all found dead is never
     touched: free it now rather than when the sequence ends (a wave loop records a few per
     step; held, they keep the heap from handing their memory to the buffers actually
     written)."""
-    for p in seq.dead:
+    for p in dead:
         if p.kind == "intrinsic" and p.op == "update":
             b = p.inputs[0]
             if b.kind == "const" and b.params == ("scratch",) and b.nrefs <= 0:
