@@ -111,3 +111,36 @@ def test_wave_loop_in_one_flush_and_in_a_macro():
     # every replay wrote a buffer of its own
     assert len({id(np.asarray(o)) for o in outs}) == 6
     assert not np.array_equal(np.asarray(outs[-1]), np.asarray(outs[-2]))
+
+
+@pytest.mark.parametrize("dts", [("float64", "float64"), ("float32", "float32"),
+                                 ("int32", "float64"), ("int64", "float32")])
+def test_ops_over_concatenated_arrays(dts, stats):
+    """concatenate registers its inputs as pieces when they already have the result dtype
+    (otherwise NumPy casts first, and the copy path keeps that order of rounding)."""
+    rng = _rng(9)
+    a = (rng.standard_normal((200, 170)) * 100).astype(dts[0])
+    b = (rng.standard_normal((200, 230)) * 100).astype(dts[1])
+    c = rng.standard_normal((200, 400))
+    x, y, z = _computed(a), _computed(b), _computed(c)
+    got = ps.concatenate([x, y], axis=1) * 0.5 + z
+    want = np.concatenate([a, b], axis=1) * 0.5 + c
+    assert_same(got, want, ulps=1)
+    got1 = ps.sqrt(ps.abs(ps.concatenate([x.reshape(-1), y.reshape(-1)])))
+    assert_same(got1, np.sqrt(np.abs(np.concatenate([a.reshape(-1), b.reshape(-1)]))),
+                ulps=1)
+
+
+def test_concatenated_copy_is_not_made(stats):
+    av, bv = _rng(1).standard_normal(N), _rng(2).standard_normal(N // 2)
+    a, b = _computed(av), _computed(bv)
+    ps.reset_stats()
+    y = ps.concatenate([a, b]) * 2.0
+    assert_same(y, np.concatenate([av, bv]) * 2.0)
+    assert stats()["kernels_launched"] == 2          # one per input, writing its part of y
+
+    sa, sb = _computed(av[:100]), _computed(bv[:50])   # small: two copies, then the op
+    ps.reset_stats()
+    z = ps.concatenate([sa, sb]) * 2.0
+    assert_same(z, np.concatenate([av[:100], bv[:50]]) * 2.0)
+    assert stats()["kernels_launched"] == 3

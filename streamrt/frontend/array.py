@@ -206,7 +206,9 @@ def record_unary(name, x, site):
                 return _enqueue(Port("map", name, dts[0], p.shape, (p,), (), site,
                                      loop_dtype=dts[1]))
             r = record_map(name, x, site=site)
-            _UFAST[key] = (r._port.dtype, r._port.loop_dtype)
+            # (from the dtype rule, not the result: an op over a rolled array returns the
+            # assembled array of its pieces, frontend/pieces.py)
+            _UFAST[key] = map_dtypes(OPS[name], [p.dtype])
             return r
     return record_map(name, x, site=site)
 

@@ -1,5 +1,6 @@
 """Piecewise arrays: ``ps.roll``'s result is assembled from two region writes along one axis,
-each copying a slice of the input. An element-wise op that reads such an array is recorded
+each copying a slice of the input; ``ps.concatenate``'s from one region write per input
+(when every input already has the result's dtype). An element-wise op that reads such an array is recorded
 piece by piece instead -- the op over each interval of the axis, reading slices of the rolled
 array directly -- and its result is assembled from region writes, each fused into the kernel
 of its interval. The rolled copy is then never read, and ProgGen drops it as dead: a periodic
@@ -30,7 +31,7 @@ from ..scheduler.workqueue import DEAD, NEW, Port, c_strides
 MIN_ELEMENTS = 1 << 16
 MAX_RECOMPUTE = 8          # ops of an input expression recorded again per piece
 
-# rolled port -> (axis, ((start, stop, source view), ...)) for its intervals in order
+# assembled port -> (axis, ((start, stop, source port), ...)) for its intervals in order
 PIECEWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -45,8 +46,8 @@ def _usable(port):
         return None
     for _, _, src in e[1]:
         b = src.inputs[0] if src.kind == "view" else src
-        if b.state == DEAD or (src.kind != "view" and src.state != NEW):
-            return None
+        if b.state == DEAD or src.state == DEAD:
+            return None         # fused away in a flush since: never written
     return e
 
 

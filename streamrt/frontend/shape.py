@@ -249,12 +249,16 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     shape = list(arrs[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrs)
     out = _filled(shape, dt, None, site)       # every element is written below
-    start = 0
+    start, pieces = 0, []
     for a in arrs:
         n = a.shape[ax]
         if n:
             _write(out, (slice(None),) * ax + (slice(start, start + n),), a, site)
+            pieces.append((start, start + n, a._port))
         start += n
+    if all(p.dtype == dt for _, _, p in pieces):
+        # element-wise ops reading ``out`` read the inputs instead (frontend/pieces.py)
+        _pieces.register(out._port, ax, pieces)
     return out
 
 
