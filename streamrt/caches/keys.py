@@ -11,6 +11,8 @@ from ..config import FLAGS, settings
 def compiler_versions() -> str:
     """Compiler versions and the helpers generated kernels inline (executors/cpu_lib.py and
     executors/vecmath.py): a change to either must not load kernels compiled before it."""
+    import hashlib          # (not at import time: OpenSSL's start-up is ~6 ms)
+
     import numba
     import numpy
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -18,7 +20,6 @@ def compiler_versions() -> str:
     for lib in (("executors", "cpu_lib.py"), ("executors", "vecmath.py"),
                 ("executors", "cpu_rng.py"), ("rngcore.py",)):
         with open(os.path.join(pkg, *lib), "rb") as f:
-            import hashlib          # (not at import: OpenSSL's start-up is ~6 ms)
             libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)
 

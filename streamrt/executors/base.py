@@ -13,6 +13,7 @@ from .. import stats
 from ..config import settings
 from ..ops import loop_operands
 from ..profiler import collector
+from ..proggen.sequence import elements
 
 
 def alloc_outputs(prog, ex):
@@ -129,7 +130,7 @@ class Executor:
                 msg[1].set()
                 continue
             _, prog, on_done = msg
-            if done and (len(done) >= 64 or not _small(prog)):
+            if done and (len(done) >= 64 or elements(prog) > settings.inline_elements):
                 _report(done)           # nobody waits behind a long program for these
                 done = []
             # an input produced by a program queued before this one that failed: not run
@@ -158,16 +159,6 @@ class Executor:
             self._q.put(("stop",))
             self._thread.join(timeout=5)
             self._thread = None
-
-
-def _small(prog):
-    """A program of at most ``STREAMRT_INLINE_ELEMENTS`` elements (one that runs in
-    microseconds, so completions queued before it may wait for it)."""
-    k = prog.kernel
-    if k is not None:
-        return k.elements <= settings.inline_elements
-    return all(p.size <= settings.inline_elements for p in prog.inputs) and \
-        all(p.size <= settings.inline_elements for p in prog.outputs)
 
 
 def _report(done):

@@ -681,13 +681,11 @@ def _binop(name, reflected=False):
         if t is Array:
             q = other._port
             if q.shape != shape:
-                # a 0-d array against an array (CG's ``alpha * p``): NumPy 2 promotes 0-d
-                # arrays like any other, so the same-shape memo entry holds
-                if not q.shape and q.kind != "const":
-                    pass
-                elif not shape and p.kind != "const":
+                # a computed 0-d array against an array (CG's ``alpha * p``): NumPy 2
+                # promotes 0-d arrays like any other, so the same-shape memo entry holds
+                if not shape and p.kind != "const":
                     shape = q.shape
-                else:
+                elif q.shape or q.kind == "const":
                     return None
             key = (name, p.dtype, q.dtype, reflected)
         elif t is float or t is int:

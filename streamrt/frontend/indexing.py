@@ -154,12 +154,17 @@ def write_region(arr, off, shape, st, value, site, owned=False):
                 new = _enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
                                     loop_dtype=dt))._port
     else:
-        new = Port("intrinsic", "update", dt, base.shape, (base, v),
-                   (int(off), tuple(shape), tuple(st)), site)
-        new = _enqueue(new)._port
+        new = _enqueue(update_port(base, v, off, shape, st, site))._port
     new.nrefs += 1                      # held while rebinding (the temporary Array may die)
     rebind(base, new, (arr,), site)
     new.nrefs -= 1
+
+
+def update_port(base, value, off, shape, st, site):
+    """The region write ``base[region] = value`` (region: element offset, shape, strides) as
+    a new version of ``base`` (proggen/kernel.py ``is_update``)."""
+    return Port("intrinsic", "update", base.dtype, base.shape, (base, value),
+                (int(off), tuple(shape), tuple(st)), site)
 
 
 def setitem(arr, key, value):

@@ -20,11 +20,12 @@ import numpy as np
 from .. import stats
 from ..caches import keys, macro_cache
 from ..config import settings
-from ..executors import direct, registry
+from ..executors import registry
 from ..proggen import sequence
 from ..profiler import collector
-from ..scheduler import cscheduler, escheduler, workqueue
-from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue
+from ..scheduler import cscheduler
+from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue, is_scratch, \
+    scratch_port
 from .array import Array, const_port
 from .errors import ArgumentError, MacroError, callsite, record_error
 
@@ -111,7 +112,7 @@ def _builder(recipes):
     """A generated function that re-creates the section's ports from new inputs: straight-line
     code, no per-op interpretation (the replay's hot path). Inputs and frozen values come first,
     then views of inputs (a view is numbered before its base), then the recorded ops in order."""
-    g = {"Port": Port, "DONE": DONE, "SUBMITTED": SUBMITTED, "empty": np.empty}
+    g = {"Port": Port, "DONE": DONE, "SUBMITTED": SUBMITTED, "scratch_port": scratch_port}
     lines = ["def build(inputs, q):"]
     for i, r in enumerate(recipes):
         if r[0] == "I":
@@ -123,10 +124,8 @@ def _builder(recipes):
             lines.append(f"    p{i} = f{i}")
         elif r[0] == "S":
             _, dt, shape, site = r
-            g[f"s{i}"] = (dt, shape, site)
-            lines.append(f"    d, s, t = s{i}")
-            lines.append(f"    p{i} = Port('const', 'const', d, s, (), ('scratch',), t, None, "
-                         "empty(s, d))")
+            g[f"s{i}"] = (shape, dt, site)
+            lines.append(f"    p{i} = scratch_port(*s{i})")
         elif r[0] == "R":
             # a generator's key or counter: read from the generator at each replay
             _, gen, field, off, dt, params = r
@@ -230,17 +229,14 @@ class Macro:
         sec = cache.section(key)
         prof = collector._active
         if sec is not None:
-            plan = sec.direct
-            if plan and prof is None and _direct_ok():
-                self.replays += 1
+            if sec.direct and cscheduler.direct_ok():
                 if q.entries:
                     cscheduler.flush(q, reason="macro-begin")
-                out = plan.run(inputs, q, executor)      # (counts the macro-cache hit)
+                out = self._run_direct(sec, inputs, q, executor)
                 if out is not None:
                     if not kwargs:
-                        self._remember(args, sig, sec, cache)
-                    return _unflatten(sec.struct, [Array._wrap(p) for p in out])
-                self.replays -= 1
+                        self._remember(args, sec, cache)
+                    return out
             cache.note(True)
             if prof is not None:
                 prof.cache("macro", True, site)
@@ -268,10 +264,9 @@ class Macro:
             sig.append((p.shape, p.dtype, p.kind))
         return tuple(sig)
 
-    def _remember(self, args, sig, sec, cache):
+    def _remember(self, args, sec, cache):
         plain = self._plain_sig(args)
-        if plain is not None and all(s[0] == "I" and len(s) == 5 and s[4] == i
-                                     for i, s in enumerate(sig)):
+        if plain is not None:
             self._last = (settings.__dict__.get("_settings_key"), cache.generation, plain, sec)
 
     def _fast(self, last, args):
@@ -283,10 +278,13 @@ class Macro:
                 macro_cache.get().generation != gen or self._plain_sig(args) != plain:
             return None
         q = current_queue()
-        if q.recording is not None or q.entries or collector._active is not None or \
-                not _direct_ok():
+        if q.recording is not None or q.entries or not cscheduler.direct_ok():
             return None
-        out = sec.direct.run(args, q, registry.get())
+        return self._run_direct(sec, args, q, registry.get())
+
+    def _run_direct(self, sec, inputs, q, executor):
+        """The section run by its direct plan (counting the macro-cache hit), or None."""
+        out = sec.direct.run(inputs, q, executor)
         if out is None:
             return None
         self.replays += 1
@@ -341,7 +339,7 @@ class Macro:
                 recipes.append(("I", input_pos[p.id]))
             elif p.id in base_pos:
                 recipes.append(("B", base_pos[p.id]))
-            elif p.kind == "const" and p.params == ("scratch",):
+            elif is_scratch(p):
                 # an uninitialised buffer a region write takes over (roll, concatenate...):
                 # a new one per replay, or every replay's result would share it
                 recipes.append(("S", p.dtype, p.shape, p.site))
@@ -376,21 +374,11 @@ class Macro:
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None:
+            from ..executors import direct
             sec.direct = (settings.direct_replay and direct.plan(sec, seq, ports, executor)) \
                 or False
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)
-
-
-def _direct_ok():
-    """A direct replay (executors/direct.py) runs only where the general path would run the
-    section inline with nothing observing it."""
-    if not settings.direct_replay or settings.debug or collector._active is not None \
-            or escheduler.on_complete is not None or escheduler.keep_graph \
-            or workqueue.on_record is not None:
-        return False
-    es = escheduler._instance
-    return es is None or es.launch_log is None
 
 
 def proggen_generate(entries, executor):

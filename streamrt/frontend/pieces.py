@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
 from ..ops import OPS
-from ..scheduler.workqueue import DEAD, NEW, Port, c_strides
+from ..scheduler.workqueue import DEAD, NEW, Port, c_strides, scratch_port
 
 MIN_ELEMENTS = 1 << 16
 MAX_RECOMPUTE = 8          # ops of an input expression recorded again per piece
@@ -77,9 +75,7 @@ def lower(port):
     subs = []
     for a, b in zip(cuts, cuts[1:]):
         ins = tuple(_piece(i, port, axis, a, b, memo, budget) for i in port.inputs)
-        shape = _cut_shape(port.shape, axis, a, b)
-        subs.append((a, b, _plain(Port("map", port.op, port.dtype, shape, ins, port.params,
-                                       port.site, loop_dtype=port.loop_dtype))))
+        subs.append((a, _cut(port, axis, a, b, ins)))
     return _assemble(port, axis, subs)
 
 
@@ -89,9 +85,12 @@ def _cut_shape(shape, axis, a, b):
     return tuple(s)
 
 
-def _plain(port):
+def _cut(p, axis, a, b, ins):
+    """Map port ``p``'s op recorded over the interval ``[a, b)`` of ``axis`` from the inputs
+    ``ins`` (an Array; its dtypes are ``p``'s, already validated)."""
     from .array import _enqueue_plain
-    return _enqueue_plain(port)
+    return _enqueue_plain(Port("map", p.op, p.dtype, _cut_shape(p.shape, axis, a, b), ins,
+                               p.params, p.site, loop_dtype=p.loop_dtype))
 
 
 def _slice(p, axis, a, b, site):
@@ -124,8 +123,7 @@ def _piece(i, port, axis, a, b, memo, budget):
         # a small expression recorded in this flush: record it again over the interval
         budget[0] -= 1
         ins = tuple(_piece(j, i, axis, a, b, memo, budget) for j in i.inputs)
-        r = _plain(Port("map", i.op, i.dtype, _cut_shape(i.shape, axis, a, b), ins, i.params,
-                        i.site, loop_dtype=i.loop_dtype))._port
+        r = _cut(i, axis, a, b, ins)._port
     if r is None:
         r = _slice(i, d, a, b, port.site)
     memo[key] = r
@@ -133,21 +131,15 @@ def _piece(i, port, axis, a, b, memo, budget):
 
 
 def _assemble(port, axis, subs):
-    """A new array of ``port``'s shape and dtype whose intervals are written by ``subs``."""
-    from .. import stats
+    """A new array of ``port``'s shape and dtype whose interval starting at ``a`` is written
+    by ``sub`` for each ``(a, sub)`` of ``subs`` (region writes, each fused into the kernel
+    computing its value)."""
     from .array import _enqueue_plain
-    buf = np.empty(port.shape, port.dtype)
-    stats.add("bytes_allocated", buf.nbytes)
-    stats.add("buffers_allocated")
-    cur = Port("const", "const", port.dtype, port.shape, value=buf, params=("scratch",),
-               site=port.site)
+    from .indexing import update_port
+    cur = scratch_port(port.shape, port.dtype, port.site)
     st = c_strides(port.shape)
-    keep = []
-    for a, _, sub in subs:
-        p = sub._port
-        new = Port("intrinsic", "update", port.dtype, port.shape, (cur, p),
-                   (a * st[axis], p.shape, st), port.site)
-        arr = _enqueue_plain(new)
-        keep.append(arr)
-        cur = new
-    return keep[-1]
+    for a, sub in subs:
+        v = sub._port
+        out = _enqueue_plain(update_port(cur, v, a * st[axis], v.shape, st, port.site))
+        cur = out._port
+    return out

@@ -18,6 +18,7 @@ from .. import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
                     const_port, normalize_axes, operand, record_map, reshape, transpose)
 from .errors import (ArgumentError, ShapeError, callsite, record_error)
+from ..scheduler.workqueue import scratch_port
 from . import pieces as _pieces
 from .indexing import gather, scatter, write_region
 
@@ -48,13 +49,7 @@ def _filled(shape, dt, value, site):
     ``value=None``: uninitialised, for arrays the caller overwrites completely (the first
     region write takes the buffer over in place, proggen/analysis.py)."""
     if value is None:
-        from ..scheduler.workqueue import Port
-        from .. import stats
-        buf = np.empty(tuple(shape), dt)
-        stats.add("bytes_allocated", buf.nbytes)
-        stats.add("buffers_allocated")
-        return Array._wrap(Port("const", "const", dt, tuple(shape), value=buf,
-                                params=("scratch",), site=site))
+        return Array._wrap(scratch_port(shape, dt, site))
     c = Array._wrap(const_port(np.asarray(value, dtype=dt), site))
     return astype(broadcast_to(c, tuple(shape), site=site), dt, site=site)
 

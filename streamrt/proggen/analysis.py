@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..scheduler.workqueue import NEW
+from ..scheduler.workqueue import NEW, is_scratch
 from .kernel import _space_strides, is_update
 
 
@@ -69,7 +69,7 @@ def inplace_updates(groups, group_of, consumers):
             if not is_update(u):
                 continue
             b = u.inputs[0]
-            if b.kind == "const" and b.params == ("scratch",) and b.released:
+            if is_scratch(b) and b.released:
                 out.add(u.id)           # a fresh uninitialised buffer only this write sees
                 continue
             if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \

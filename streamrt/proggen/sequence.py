@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..ops import OPS
+from ..scheduler.workqueue import is_scratch
 
 
 class Program:
@@ -44,6 +45,14 @@ class Program:
         names = ", ".join(f"{p.op}@{p.site}" for p in self.ops[:12])
         more = f" (+{len(self.ops) - 12} more)" if len(self.ops) > 12 else ""
         return f"{self.kind}[{names}{more}]"
+
+
+def elements(prog):
+    """The size of a program's work: its kernel's space, else its largest array."""
+    k = prog.kernel
+    if k is not None:
+        return k.elements
+    return max([i.size for i in prog.inputs] + [o.size for o in prog.outputs] + [0])
 
 
 def cost(p):
@@ -92,7 +101,7 @@ class ProgramSequence:
         out = {}
         for prog in self.programs:
             for b in prog.bases():
-                if b.id in made or (b.kind == "const" and b.params == ("scratch",)
+                if b.id in made or (is_scratch(b)
                                     and b.nrefs <= 0):
                     e = out.get(b.id)
                     if e is None:

@@ -9,13 +9,14 @@ import threading
 from .. import proggen, stats
 from ..caches import keys, macro_cache, trace_cache
 from ..proggen import sequence
+from ..proggen.kernel import is_update
 from ..profiler import collector
 from ..config import settings
 from . import escheduler as es_mod
 from . import placement
 from . import workqueue as _wq
 from .flow import Flow
-from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue
+from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue, is_scratch
 
 _flow = None
 _flow_lock = threading.Lock()
@@ -75,15 +76,16 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
     return proggen.generate(entries, executor.caps), None
 
 
-def _direct_ok(executor):
-    """Whether a flush's sequence may run through a direct plan: the CPU executor, the
-    direct path on, and nothing observing the run (profiler, debugger, launch log)."""
-    if executor.name != "cpu" or not settings.direct_replay or settings.debug \
-            or collector._active is not None or es_mod.on_complete is not None \
-            or es_mod.keep_graph or distributed_route is not None:
+def direct_ok():
+    """Whether a run may take a direct plan (executors/direct.py: a macro replay or a flushed
+    trace calling its kernels itself): the direct path on and nothing observing runs -- debug
+    output, the profiler, the debugger's hooks, a test's launch log."""
+    if not settings.direct_replay or settings.debug or collector._active is not None \
+            or es_mod.on_complete is not None or es_mod.keep_graph \
+            or _wq.on_record is not None:
         return False
     es = es_mod._instance
-    return _wq.on_record is None and (es is None or es.launch_log is None)
+    return es is None or es.launch_log is None
 
 
 def _first_site(entries):
@@ -107,8 +109,9 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             routed = distributed_route(entries, executor)
             if routed is not executor:           # reads arrays held by Dask workers
                 executor, placed = routed, None
-        direct_ok = placed is None and reason in ("read", "sync") and _direct_ok(executor)
-        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct_ok)
+        direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
+            and distributed_route is None and direct_ok()
+        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
         if seq is None:                 # run by the template's direct plan
             _unwritten(entries)
             stats.add("flushes")
@@ -155,10 +158,8 @@ def drop_dead_scratch(dead):
     step; held, they keep the heap from handing their memory to the buffers actually
     written)."""
     for p in dead:
-        if p.kind == "intrinsic" and p.op == "update":
-            b = p.inputs[0]
-            if b.kind == "const" and b.params == ("scratch",) and b.nrefs <= 0:
-                b.value = None
+        if is_update(p) and is_scratch(p.inputs[0]) and p.inputs[0].nrefs <= 0:
+            p.inputs[0].value = None
 
 
 def submit_replay(seq, ports, executor):
@@ -176,18 +177,6 @@ def submit_replay(seq, ports, executor):
     dispatch(seq, executor, inline=True)
 
 
-def _elements(seq):
-    n = 0
-    for prog in seq.programs:
-        k = prog.kernel
-        if k is not None:
-            m = k.elements
-        else:
-            m = max([i.size for i in prog.inputs] + [o.size for o in prog.outputs] + [0])
-        n = m if m > n else n
-    return n
-
-
 def dispatch(seq, executor, inline=False):
     """Hand a program sequence to the E-Scheduler -- or, when the pipeline is idle and the
     sequence is small (or about to be waited for), run it on this thread."""
@@ -197,7 +186,8 @@ def dispatch(seq, executor, inline=False):
         return
     f = flow()
     es = es_mod.get(f)
-    if inline and settings.inline_elements and _elements(seq) <= settings.inline_elements \
+    if inline and settings.inline_elements and max(map(sequence.elements, seq.programs), default=0) <= \
+            settings.inline_elements \
             and f.try_idle():
         try:
             es.run_inline(seq, executor)

@@ -86,6 +86,21 @@ class Port:
         return f"Port#{self.id}({self.kind}:{self.op} {self.dtype}{list(self.shape)})"
 
 
+def scratch_port(shape, dtype, site=None):
+    """An uninitialised host buffer for an array every element of which a region write
+    will set (``roll``, ``concatenate``, frontend/pieces.py); the first write takes the
+    buffer over in place (proggen/analysis.py). Counted as allocated."""
+    buf = np.empty(tuple(shape), dtype)
+    stats.add("bytes_allocated", buf.nbytes)
+    stats.add("buffers_allocated")
+    return Port("const", "const", buf.dtype, buf.shape, value=buf, params=("scratch",),
+                site=site)
+
+
+def is_scratch(p):
+    return p.kind == "const" and p.params == ("scratch",)
+
+
 def strided(a, off, shape, st):
     """A view of C-ordered ndarray ``a``: element offset ``off``, ``shape``, element strides
     ``st`` (a fresh empty array when nothing is viewed)."""
