@@ -86,6 +86,10 @@ FLAGS = {
     "fuse_scans": Flag("STREAMRT_FUSE_SCANS", True, _bool,
                        "CPU: fuse cumsum/cumprod with their element-wise producers (0: the "
                        "scan is an intrinsic after a producer kernel)", in_key=True),
+    "row_fusion": Flag("STREAMRT_ROW_FUSION", True, _bool,
+                       "CPU: a row reduction and the kernels that use its per-row result "
+                       "(softmax, layer norm) fuse into one kernel that runs its phases row by "
+                       "row (0: one kernel per phase)", in_key=True),
 }
 
 # distributed execution on Dask (streamrt/distributed.py, executors/dask.py)

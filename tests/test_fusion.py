@@ -376,9 +376,11 @@ def test_scalar_arithmetic_between_reductions_is_inlined_into_its_consumers(stat
     assert stats()["kernels_launched"] == 3
 
 
-def test_per_row_arithmetic_between_reductions_is_inlined(stats):
+@pytest.mark.parametrize("rows", [True, False])
+def test_per_row_arithmetic_between_reductions_is_inlined(stats, rows):
     """Layer norm: sqrt(var + eps) per row is recomputed inside the normalising kernel (three
-    kernels: the mean, the variance, the output), not launched over the (rows, 1) space."""
+    kernels: the mean, the variance, the output), not launched over the (rows, 1) space; with
+    row fusion the three are one row kernel (tests/test_row_fusion.py)."""
     rng = np.random.default_rng(4)
     a, g = rng.standard_normal((64, 128)), rng.standard_normal(128)
 
@@ -390,8 +392,9 @@ def test_per_row_arithmetic_between_reductions_is_inlined(stats):
 
     x, gg = ps.asarray(a), ps.asarray(g)
     ps.reset_stats()
-    assert_same(ln(ps, x, gg), ln(np, a, g), rtol=1e-12, atol=1e-12)
-    assert stats()["kernels_launched"] == 3
+    with ps.config.override(row_fusion=rows):
+        assert_same(ln(ps, x, gg), ln(np, a, g), rtol=1e-12, atol=1e-12)
+    assert stats()["kernels_launched"] == (1 if rows else 3)
 
 
 def test_ops_move_into_the_kernel_that_reads_them(executor, stats):

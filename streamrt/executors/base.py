@@ -26,14 +26,16 @@ def alloc_outputs(prog, ex):
             p.value = ex.alloc(p.shape, p.dtype)
 
 
-def kernel_partials(spec, n):
+def kernel_partials(spec, n, row=0):
     """The scratch arguments of a Numba reduction kernel (proggen/render_numba.py): per-chunk
-    partials (``n`` = K * C elements of each dtype) and, for blocked reductions, one
-    (threads, BLOCK) block per reduction (``("block", dtype)``)."""
+    partials (``n`` = K * C elements of each dtype), for blocked reductions one
+    (threads, BLOCK) block per reduction (``("block", dtype)``), and for a row kernel's
+    row-buffered values one (threads, ``row``) buffer each (``("row", dtype)``)."""
     out = []
     for s in spec:
         if isinstance(s, tuple):
-            out.append(np.empty(_block_shape(), s[1]))
+            shape = _block_shape() if s[0] == "block" else (_block_shape()[0], row)
+            out.append(np.empty(shape, s[1]))
         else:
             out.append(np.empty(n, s))
     return out

@@ -182,7 +182,7 @@ class CPUExecutor(Executor):
             C = chunks_for(K, k.red[0] if k.red else 1)
             for r in k.reductions:
                 args.append(r.value.reshape(-1))
-            args += kernel_partials(prog.partials, K * C)
+            args += kernel_partials(prog.partials, K * C, k.red[0] if k.red else 1)
             args.append(C)
         serial = k.elements <= settings.serial_elements
         program_cache.call(d, serial, args)

@@ -379,7 +379,8 @@ class DaskExecutor(Executor):
     # region writes and scans stay intrinsics (whole-array tasks): per-chunk planning knows
     # plain loads and stores only
     caps = {"fuse": True, "renderer": "numba", "max_ops": 128, "fuse_updates": False,
-            "fuse_scans": False, "inline_scalars": False}
+            "fuse_scans": False, "inline_scalars": False,
+            "row_fusion": False}
 
     def __init__(self):
         super().__init__()

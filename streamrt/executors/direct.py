@@ -63,7 +63,7 @@ class _Plan:
                     if red is not None:
                         K, R0, partials = red
                         C = chunks_for(K, R0)
-                        args += kernel_partials(partials, K * C)
+                        args += kernel_partials(partials, K * C, R0)
                         args.append(C)
                     program_cache.call(kern, elements <= serial_max, args)
         except Exception:  # noqa: BLE001 - the general path splits, falls back and counts

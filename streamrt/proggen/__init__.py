@@ -24,8 +24,9 @@ def _renderer(name):
     return RENDERERS[name]
 
 
-def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset()):
-    k = build_kernel(ops, stored, space, axes or (), inplace)
+def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset(), phases=None,
+                   stash=()):
+    k = build_kernel(ops, stored, space, axes or (), inplace, phases, stash)
     inputs = [a.port for a in k.loads]
     # region writes wait for (and copy or reuse) their base
     inputs += [a.port.inputs[0] for a in k.stores if a.role in ("copy", "alias")]
@@ -66,6 +67,9 @@ def generate(entries, backend_caps):
         inlined = fusion.inline_scalars(groups, gidx, consumers)
     if fuse and backend_caps.get("sink_ops", True):
         fusion.sink_ops(groups, gidx, consumers, backend_caps.get("max_ops", 128))
+    if fuse and backend_caps.get("renderer") == "numba" and settings.row_fusion \
+            and backend_caps.get("row_fusion", True):
+        fusion.row_fuse(groups, gidx, consumers, backend_caps.get("max_ops", 128))
     stored = analysis.forward(live, consumers, gidx) - inlined
     scans = {}
     if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans \
@@ -87,7 +91,8 @@ def generate(entries, backend_caps):
             programs.append(Program("refop", [p], list(p.inputs), [p]))
         else:
             programs.append(kernel_program(g.ops, stored, g.space, g.axes,
-                                           backend_caps["renderer"], inplace))
+                                           backend_caps["renderer"], inplace, g.phases,
+                                           g.stash))
     if settings.debug >= 3:
         for g in groups:
             print(f"[streamrt] fusion group {g}", file=sys.stderr)
@@ -107,9 +112,19 @@ def _scan_program(g, scans):
 def split(prog, renderer="numba"):
     """A kernel that failed to compile, split in two halves (ports crossing the cut are stored)."""
     ops = prog.ops
+    k = prog.kernel
+    if k.phases:
+        # a row kernel: one kernel per phase (its reductions and row-buffered values stored
+        # for the next phases; the values it recomputed are recomputed by each phase's kernel)
+        cross = set(prog.stored) | {p.id for p in k.reductions} | {k.ops[n].id for n in k.stash}
+        out = []
+        for ph in k.phases:
+            part = [k.ops[n] for n in ph]
+            reds = any(p.kind == "reduce" for p in part)
+            out.append(kernel_program(part, cross, k.space, k.axes if reds else (), renderer))
+        return out
     if len(ops) < 2:
         return None
-    k = prog.kernel
     half = len(ops) // 2
     first, second = ops[:half], ops[half:]
     ids2 = {p.id for p in second}

@@ -6,10 +6,12 @@ from .kernel import is_update
 
 
 class Group:
-    __slots__ = ("kind", "space", "axes", "ops", "index")
+    __slots__ = ("kind", "space", "axes", "ops", "index", "phases", "stash")
 
     def __init__(self, kind, space, axes, index):
         self.kind, self.space, self.axes, self.ops, self.index = kind, space, axes, [], index
+        self.phases = None      # row_fuse: the ops of each phase, run one row at a time ...
+        self.stash = ()         # ... and the values a later phase reads from a row buffer
 
     def __repr__(self):
         return f"Group#{self.index}({self.kind} space={self.space} axes={self.axes} ops={[p.op for p in self.ops]})"
@@ -198,3 +200,115 @@ def sink_ops(groups, gidx, consumers, max_ops=128):
         groups[target].ops[:0] = ops
         for p in ops:
             gidx[p.id] = target
+
+
+ROW_MIN_ROWS = 64          # row_fuse: rows (one task each) to keep every thread busy ...
+ROW_MAX_LEN = 1 << 15      # ... and a row short enough to stay in cache between its phases
+ROW_RECOMPUTE_COST = 48    # summed op-table cost an earlier phase's values may be recomputed at
+ROW_STASH_COST = 8         # an op at least this costly (exp, log, ...) is kept in a row buffer
+
+
+def row_fuse(groups, gidx, consumers, max_ops=128):
+    """Row reductions and the kernels that use their per-row results -- softmax's row max,
+    exp-and-sum and divide; layer norm's mean, variance and normalise -- are consecutive
+    kernels over one space, each reading the whole array again. They merge into one kernel
+    whose phases run one row at a time (proggen/render_numba.py ``render_rows``): a phase's
+    reductions are per-row locals for the next; an element-wise value an earlier phase
+    computed is recomputed from the row, which is still in cache, or -- a transcendental
+    function, softmax's ``exp`` -- kept in a per-thread row buffer (``stash``) between the
+    phases; it is not stored.
+
+    A chain starts at a kernel reducing the last axis of a space of 2+ dims (ROW_MIN_ROWS
+    rows or more, at most ROW_MAX_LEN long) and takes each following kernel over the same
+    space that reduces the same axis or is element-wise (that one ends it), as long as every
+    value it reads from the chain is a reduction kept as a column (``keepdims``) or an
+    element-wise value cheap enough to recompute. Argmax/argmin, counter-based RNG ops,
+    region writes and values read through views stay out."""
+    import math
+
+    from ..ops import OPS
+
+    def plain(g):
+        if g.kind != "fused" or not g.ops or len(g.space) < 2:
+            return False
+        for p in g.ops:
+            if p.kind == "reduce" and p.op in ("argmax", "argmin"):
+                return False
+            if p.kind not in ("map", "reduce") or (p.kind == "map" and OPS[p.op].counter):
+                return False
+            if any(c.kind in ("view", "intrinsic") for c in consumers[p.id]):
+                return False
+        return True
+
+    i = 0
+    while i < len(groups):
+        g = groups[i]
+        nd = len(g.space)
+        if not plain(g) or g.axes != (nd - 1,) or \
+                math.prod(g.space[:-1]) < ROW_MIN_ROWS or g.space[-1] > ROW_MAX_LEN:
+            i += 1
+            continue
+        col = g.space[:-1] + (1,)
+        chain, phases, stash = [g], [sorted(g.ops, key=_pid)], {}
+        owner = {p.id: 0 for p in g.ops}          # the phase that computes each value
+        total = len(g.ops)
+        j = i + 1
+        while j < len(groups):
+            h = groups[j]
+            if not h.ops:
+                j += 1
+                continue
+            if not plain(h) or h.space != g.space or h.axes not in (None, g.axes):
+                break
+            redo, keep, ok = {}, {}, True
+            stack = [x for p in h.ops for x in p.inputs]
+            while stack and ok:
+                x = stack.pop()
+                if x.id not in owner or x.id in redo or x.id in keep or \
+                        any(x is p for p in h.ops):
+                    continue
+                if x.kind == "reduce":
+                    ok = x.shape == col
+                elif x.shape == g.space and (OPS[x.op].cost >= ROW_STASH_COST
+                                             or x.id in stash):
+                    keep[x.id] = x
+                else:
+                    redo[x.id] = x
+                    stack.extend(x.inputs)
+            if not ok or not any(x.id in owner for p in h.ops for x in p.inputs):
+                break
+            cost = sum(OPS[x.op].cost for x in redo.values())
+            if cost > ROW_RECOMPUTE_COST or total + len(h.ops) + len(redo) > max_ops:
+                break
+            chain.append(h)
+            stash.update(keep)
+            phase = {p.id: p for p in h.ops}
+            phase.update(redo)
+            phases.append(sorted(phase.values(), key=_pid))
+            for p in h.ops:
+                owner.setdefault(p.id, len(phases) - 1)
+            total += len(h.ops) + len(redo)
+            j += 1
+            if h.axes is None:
+                break                           # an element-wise kernel ends the chain
+        if len(chain) < 2:
+            i += 1
+            continue
+        last = chain[-1]
+        ops = {}
+        for ph in phases:
+            for p in ph:
+                ops.setdefault(p.id, p)
+        for h in chain[:-1]:
+            h.ops = []
+        last.ops = sorted(ops.values(), key=_pid)
+        last.axes = g.axes
+        last.phases = phases
+        last.stash = sorted(stash.values(), key=_pid)
+        for p in last.ops:
+            gidx[p.id] = last.index
+        i = j
+
+
+def _pid(p):
+    return p.id

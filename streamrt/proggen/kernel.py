@@ -36,6 +36,9 @@ class Kernel:
     scalars: list = field(default_factory=list)  # scalar ports: kernel parameters
     index: Access = None            # the flat C-order element index over the space (strides
                                     # like an access), when a counter-based RNG op needs it
+    phases: tuple = None            # a row kernel (fusion.row_fuse): per phase, the indices
+                                    # into ``ops`` it evaluates, run one row at a time ...
+    stash: tuple = ()               # ... and of the values later phases read from row buffers
 
     @property
     def is_reduction(self):
@@ -80,10 +83,12 @@ def is_update(p):
     return p.kind == "intrinsic" and p.op == "update"
 
 
-def build_kernel(ops, stores, space, axes, inplace=frozenset()):
+def build_kernel(ops, stores, space, axes, inplace=frozenset(), phases=None, stash=()):
     """Kernel for ``ops`` (all sharing ``space``; reductions over ``axes``), writing ``stores``.
     Region writes (update ports) store their value at the region's offset and strides in the
-    output buffer; ``inplace``: ids of those whose output reuses the base's buffer."""
+    output buffer; ``inplace``: ids of those whose output reuses the base's buffer.
+    ``phases``, ``stash``: a row kernel's ops per phase and its row-buffered values
+    (fusion.row_fuse)."""
     inside = {p.id for p in ops}
     loads, scalars, seen = [], [], set()
     for p in ops:
@@ -122,6 +127,10 @@ def build_kernel(ops, stores, space, axes, inplace=frozenset()):
         red_sizes, red_st = [1], [[0] for _ in raw]
     k = Kernel(list(ops), tuple(space), tuple(axes), kept_sizes, red_sizes, scalars=scalars,
                reductions=reductions)
+    if phases:
+        at = {p.id: n for n, p in enumerate(ops)}
+        k.phases = tuple(tuple(at[p.id] for p in ph) for ph in phases)
+        k.stash = tuple(at[p.id] for p in stash)
     for i, (p, role, off, _) in enumerate(raw):
         a = Access(p, role, off, kept_st[i] if kept_sizes else [], red_st[i] if axes else [])
         if role == "idx":

@@ -66,6 +66,8 @@ def map_line(p, n, local):
 
 def render(k):
     """(source, function name, index table values, partials spec) for Kernel ``k``."""
+    if k.phases:
+        return render_rows(k)
     tbl, hdr, kept_n, _, names, iname = index_table(k, "{name} = D[{i}]")
     red = k.is_reduction
     nk, nr = len(k.kept), len(k.red) if red else 0
@@ -106,7 +108,7 @@ def render(k):
         # (numba.get_num_threads() in a kernel would make it uncacheable)
         for j, p in enumerate(k.reductions):
             parts.append(f"tbs{j}")
-            partial_spec.append(("block", reduce_params(p)[3]))
+            partial_spec.append(("block", _block_dtype(p)))
     params = ["D"] + bufs + scal + routs + parts + (["C"] if red else [])
     src(0, "@njit(parallel=True, nogil=True, cache=True, error_model='numpy')")
     src(0, f"def kernel({', '.join(params)}):")
@@ -242,7 +244,7 @@ def render(k):
                 src(depth + 1, f"acc{j} = {v}")
                 src(depth + 1, f"acci{j} = ri")
             elif blocked:
-                src(depth, f"tbs{j}[tid, r0 - bb] = {cast(v, vdt, acc_dt)}")
+                src(depth, f"tbs{j}[tid, r0 - bb] = {cast(v, vdt, _block_dtype(p))}")
             else:
                 vv = cast(v, vdt, acc_dt)
                 upd = REDUCTIONS[p.op].update.format(acc=f"acc{j}", v=vv)
@@ -293,21 +295,34 @@ def _acc_update(p, acc, v):
     return cast(upd, None, acc_dt) if acc_dt != D.bool_ else upd
 
 
-def _fold_block(src, k):
+def _block_dtype(p):
+    """The dtype a blocked reduction's values are written to its block in: the value's own
+    when it is a narrower float than the accumulator (float32 summed in float64) -- the
+    element loop then moves half the bytes and does no conversion; the fold widens each
+    value exactly as the element loop would have -- else the accumulator's."""
+    v, acc = p.inputs[0].dtype, reduce_params(p)[3]
+    return v if v.kind == "f" and acc.kind == "f" and v.itemsize < acc.itemsize else acc
+
+
+def _fold_block(src, k, reds=None):
     """After the element loop of a block: fold tbs{j}[tid, 0:nb] into LANES accumulators;
-    after the last block, combine the lanes into acc{j}."""
+    after the last block, combine the lanes into acc{j}. ``reds``: (j, port) of the
+    reductions to fold (default: all of ``k``'s)."""
+    reds = list(enumerate(k.reductions)) if reds is None else reds
     src(3, "nb = be - bb")
     src(3, f"nl = nb - nb % {LANES}")
     src(3, f"for r in range(0, nl, {LANES}):")
-    for j, p in enumerate(k.reductions):
+    for j, p in reds:
+        bdt, acc_dt = _block_dtype(p), reduce_params(p)[3]
         for lane in range(LANES):
             acc = f"acc{j}" if lane == 0 else f"acc{j}_{lane}"
             at = f"tbs{j}[tid, r + {lane}]" if lane else f"tbs{j}[tid, r]"
-            src(4, f"{acc} = {_acc_update(p, acc, at)}")
+            src(4, f"{acc} = {_acc_update(p, acc, cast(at, bdt, acc_dt))}")
     src(3, "for r in range(nl, nb):")
-    for j, p in enumerate(k.reductions):
-        src(4, f"acc{j} = {_acc_update(p, f'acc{j}', f'tbs{j}[tid, r]')}")
-    for j, p in enumerate(k.reductions):
+    for j, p in reds:
+        at = cast(f"tbs{j}[tid, r]", _block_dtype(p), reduce_params(p)[3])
+        src(4, f"acc{j} = {_acc_update(p, f'acc{j}', at)}")
+    for j, p in reds:
         _, _, _, acc_dt = reduce_params(p)
         comb = REDUCTIONS[p.op].combine
         names = [f"acc{j}"] + [f"acc{j}_{lane}" for lane in range(1, LANES)]
@@ -316,6 +331,129 @@ def _fold_block(src, k):
                 e = comb.format(acc=a, v=b)
                 src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
             names = names[::2]
+
+
+def render_rows(k):
+    """A row kernel (fusion.row_fuse): one task per row (the kept dims); in each task the
+    phases run in order, each a loop along the row. A phase's reductions are blocked and
+    folded as in a reduction kernel, then become per-row locals (and are written to their
+    outputs); element-wise values of earlier phases that a later one reads are recomputed
+    there (the phase lists them again) or read back from a per-thread row buffer
+    (``k.stash``: ``rw{i}[tid, r0]``, written where the value is computed). Same calling convention as a reduction kernel
+    (``C`` is taken and unused: a row is never cut into chunks)."""
+    tbl, hdr, kept_n, _, names, _ = index_table(k, "{name} = D[{i}]")
+    nk = len(k.kept)
+    nload = len(k.loads)
+    accesses = k.loads + k.stores
+    rix = {p.id: j for j, p in enumerate(k.reductions)}
+    store_of = {a.port.id: nload + si for si, a in enumerate(k.stores)}
+    bufs = [f"a{i}" for i in range(len(accesses))]
+    scal = [f"p{i}" for i in range(len(k.scalars))]
+    routs = [f"ro{j}" for j in range(len(k.reductions))]
+    blocks = [f"tbs{j}" for j in range(len(k.reductions))]
+    blocks += [f"rw{si}" for si in range(len(k.stash))]
+    partial_spec = [("block", _block_dtype(p)) for p in k.reductions]
+    partial_spec += [("row", k.ops[n].dtype) for n in k.stash]
+    row_buf = {k.ops[n].id: f"rw{si}" for si, n in enumerate(k.stash)}
+    src = Src()
+    src(0, "@njit(parallel=True, nogil=True, cache=True, error_model='numpy')")
+    src(0, f"def kernel({', '.join(['D'] + bufs + scal + routs + blocks + ['C'])}):")
+    src.lines.extend(hdr.lines)
+    src(1, f"K = {'*'.join(kept_n) if kept_n else '1'}")
+    src(1, "for kk in prange(K):")
+    if nk:
+        src(2, "rem = kk")
+        for d in reversed(range(nk)):
+            if d:
+                src(2, f"j{d} = rem % nk{d}")
+                src(2, f"rem = rem // nk{d}")
+            else:
+                src(2, "j0 = rem")
+    jv = [f"j{d}" for d in range(nk)]
+    # a row view of each access with non-negative strides, so that the index along the row
+    # is the bare loop variable (2.5x on layer norm's phases against ``a0[b0 + r0]``); a
+    # negative stride keeps the offset form
+    idx = []
+    for ai, (off, ks, rs) in enumerate(names):
+        src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
+        a = accesses[ai]
+        if all(int(st) >= 0 for st in list(a.kept) + list(a.red)):
+            src(2, f"w{ai} = a{ai}[b{ai}:]")
+            idx.append((f"w{ai}", " + ".join(terms(["r0"], rs)) or "0"))
+        else:
+            idx.append((f"a{ai}", " + ".join([f"b{ai}"] + terms(["r0"], rs))))
+    idx = [f"{arr}[{i}]" for arr, i in idx]
+    if k.reductions or k.stash:
+        src(2, "tid = get_thread_id()")
+    local = {}
+    for si, sc in enumerate(k.scalars):
+        local[sc.id] = (f"p{si}", sc.dtype)
+    hoisted = set()
+    for ai, a in enumerate(k.loads):
+        local[a.port.id] = (f"x{ai}", a.port.dtype)
+        if all(r == "0" for r in names[ai][2]):     # a per-row value: read once per row
+            src(2, f"x{ai} = {idx[ai]}")
+            hoisted.add(ai)
+    load_of = {a.port.id: ai for ai, a in enumerate(k.loads)}
+    stored, stashed = set(), set()
+    per_row = {sc.id for sc in k.scalars} | {k.loads[ai].port.id for ai in hoisted}
+    for ph in k.phases:
+        ops = [k.ops[n] for n in ph]
+        reds = [(rix[p.id], p) for p in ops if p.kind == "reduce"]
+        body = []
+        used = sorted({load_of[i.id] for p in ops for i in p.inputs if i.id in load_of}
+                      - hoisted)
+        here = {p.id for p in ops}
+        for p in ops:
+            if p.kind == "map" and all(i.id in per_row for i in p.inputs) and \
+                    p.id not in row_buf and store_of.get(p.id) is None:
+                # every input a per-row value (layer norm's sqrt(var + eps)): once per row
+                src(2, map_line(p, k.ops.index(p), local))
+                per_row.add(p.id)
+            elif p.kind == "map":
+                body.append(map_line(p, k.ops.index(p), local))
+                if p.id in row_buf and p.id not in stashed:     # computed here, kept
+                    stashed.add(p.id)
+                    body.append(f"{row_buf[p.id]}[tid, r0] = {local[p.id][0]}")
+        for x in {i.id: i for p in ops for i in p.inputs
+                  if i.id in row_buf and i.id not in here}.values():
+            body.insert(0, f"{local[x.id][0]} = {row_buf[x.id]}[tid, r0]")   # kept earlier
+        for ai in used:
+            body.insert(0, f"x{ai} = {idx[ai]}")
+        for p in ops:
+            ai = store_of.get(p.id)
+            if ai is not None and p.id not in stored:       # written where first computed
+                stored.add(p.id)
+                body.append(f"{idx[ai]} = {local[p.id][0]}")
+        if not reds:
+            src(2, "for r0 in range(nr0):")
+            for line in body:
+                src(3, line)
+            continue
+        for j, p in reds:
+            acc_dt = reduce_params(p)[3]
+            init = REDUCTIONS[p.op].init(acc_dt)
+            for lane in range(LANES):
+                src(2, f"acc{j}{'' if lane == 0 else f'_{lane}'} = {npname(acc_dt)}({init})")
+        src(2, f"for bb in range(0, nr0, {BLOCK}):")
+        src(3, f"be = min(bb + {BLOCK}, nr0)")
+        src(3, "for r0 in range(bb, be):")
+        for line in body:
+            src(4, line)
+        for j, p in reds:
+            v, vdt = local[p.inputs[0].id]
+            src(4, f"tbs{j}[tid, r0 - bb] = {cast(v, vdt, _block_dtype(p))}")
+        _fold_block(src, k, reds)
+        for j, p in reds:
+            _, _, out_dt, acc_dt = reduce_params(p)
+            val = f"acc{j} / rtot" if p.op == "mean" else f"acc{j}"
+            src(2, f"m{j} = {npname(out_dt)}({val})" if p.op == "mean" else
+                f"m{j} = {cast(val, acc_dt, out_dt)}")
+            src(2, f"ro{j}[kk] = m{j}")
+            local[p.id] = (f"m{j}", out_dt)
+            per_row.add(p.id)
+    source = HEADER + "\n" + "\n".join(src.lines) + "\n"
+    return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
 
 
 def source_key(source: str) -> str:

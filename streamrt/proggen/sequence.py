@@ -155,7 +155,7 @@ def to_template(seq, kports):
                       tuple((num[a.port.id], a.role, a.off, a.kept, a.red) for a in k.loads),
                       tuple((num[a.port.id], a.role, a.off, a.kept, a.red) for a in k.stores),
                       ix(k.reductions), ix(k.scalars),
-                      None if k.index is None else (k.index.kept, k.index.red))
+                      None if k.index is None else (k.index.kept, k.index.red), k.phases, k.stash)
             stored = tuple(num[i] for i in pr.stored if i in num)
             progs.append((pr.kind, ix(pr.ops), ix(pr.inputs), ix(pr.outputs), stored, kt,
                           pr.source, pr.fn, pr.table, pr.partials, pr.weights))
@@ -177,12 +177,13 @@ def instantiate(t, ports):
         pr.outputs = [ports[i] for i in outs]
         pr.stored = frozenset(ports[i].id for i in stored)
         if kt is not None:
-            kops, space, axes, kept, red, loads, stores, reds, scal, kidx = kt
+            kops, space, axes, kept, red, loads, stores, reds, scal, kidx, phases, stash = kt
             pr.kernel = Kernel([ports[i] for i in kops], space, axes, kept, red,
                                [Access(ports[i], r, o, a, b) for i, r, o, a, b in loads],
                                [Access(ports[i], r, o, a, b) for i, r, o, a, b in stores],
                                [ports[i] for i in reds], [ports[i] for i in scal],
-                               None if kidx is None else Access(None, "idx", 0, *kidx))
+                               None if kidx is None else Access(None, "idx", 0, *kidx), phases,
+                               stash)
         else:
             pr.kernel = None
         pr.source, pr.fn, pr.table, pr.partials, pr.weights = source, fn, table, partials, w
