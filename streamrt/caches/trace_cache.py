@@ -4,7 +4,9 @@ it. A hit re-instantiates the template with the new ports and skips ProgGen enti
 Entries are grouped in buckets by the call site of the trace's first op; each bucket keeps at
 most ``per_bucket`` traces (LRU) and the whole cache at most ``max_entries`` (LRU, cachetools).
 The lookup is one dict probe: the key's hash is the cheap reject (entry count, key size and
-first call site all feed it), and a full compare runs only on a hash match."""
+first call site all feed it), and a full compare runs only on a hash match -- once: the probe
+returns the stored key object, and the LRU bookkeeping that follows probes with that one
+(identity, no compare; a trace key is a few hundred tuples)."""
 from __future__ import annotations
 
 import threading
@@ -36,6 +38,7 @@ class TraceCache:
         self._buckets = {}          # first call site -> OrderedDict(key -> None), LRU order
         self._maxlen = {}           # first call site -> longest trace in the bucket
         self._sites = {}            # key -> call sites of its compute entries (for explanations)
+        self._canon = {}            # key -> the key object stored (see the module docstring)
         self.lock = threading.Lock()
         self.evictions = 0
 
@@ -46,6 +49,9 @@ class TraceCache:
 
     def lookup(self, key):
         with self.lock:
+            key = self._canon.get(key)
+            if key is None:
+                return None
             t = self._all.get(key)
             if t is not None:
                 b = self._buckets.get(self._first(key))
@@ -63,10 +69,12 @@ class TraceCache:
                 old, _ = b.popitem(last=False)
                 self._all.pop(old, None)
                 self._sites.pop(old, None)
+                self._canon.pop(old, None)
                 self.evictions += 1
             b[key] = None
             self._maxlen[first] = max(self._maxlen.get(first, 0), len(key[1]))
             self._sites[key] = esites
+            self._canon[key] = key
             self._all[key] = template
 
     def _evicted(self, key):
@@ -78,11 +86,13 @@ class TraceCache:
                 del self._buckets[first]
                 self._maxlen.pop(first, None)
         self._sites.pop(key, None)
+        self._canon.pop(key, None)
         self.evictions += 1
 
     def clear(self):
         with self.lock:
             self._all.clear()
+            self._canon.clear()
             self._buckets.clear()
             self._maxlen.clear()
             self._sites.clear()

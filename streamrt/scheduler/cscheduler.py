@@ -104,7 +104,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         entries, kparts, kports = q.take_trace()
         if not entries:
             return None
-        executor, placed = placement.choose(entries, kparts)
+        executor, placed = placement.choose(entries, kparts, q.taken_max)
         if distributed_route is not None:
             routed = distributed_route(entries, executor)
             if routed is not executor:           # reads arrays held by Dask workers

@@ -162,10 +162,17 @@ def _survey(entries):
     return n, work, f64, inputs
 
 
-def _small_on_host(entries, limit):
+def _small_on_host(entries, limit, max_elements=None):
     """True if every array of the flush has fewer than ``limit`` elements and no input lives
-    on a device only (the common, cheap case: one pass, no allocation)."""
+    on a device only (the common, cheap case: one pass, no allocation). ``max_elements``: the
+    largest entry's size when the work queue tracked it (then only inputs are looked at, and
+    only when a device executor exists)."""
     devices_used = registry.has_device_executor()
+    if max_elements is not None:
+        if max_elements >= limit:
+            return False
+        if not devices_used:
+            return True
     where = _where if len(_where) else None
     nd = np.ndarray
     shape = None
@@ -173,7 +180,7 @@ def _small_on_host(entries, limit):
         if e[0] != "compute":
             continue
         p = e[1]
-        if p.shape is not shape:            # (most entries share their shape object)
+        if max_elements is None and p.shape is not shape:   # (entries share shape objects)
             shape = p.shape
             if p.size >= limit:
                 return False
@@ -189,13 +196,14 @@ def _small_on_host(entries, limit):
     return True
 
 
-def choose(entries, kparts):
-    """The executor for one flushed work queue (STREAMRT_BACKEND forces one)."""
+def choose(entries, kparts, max_elements=None):
+    """The executor for one flushed work queue (STREAMRT_BACKEND forces one);
+    ``max_elements``: the largest entry's size, when known (WorkQueue.taken_max)."""
     name = settings.backend
     if name != "auto":
         return registry.get(name), None
     # (the small-work check comes first: it spares small scripts the device discovery)
-    small = _small_on_host(entries, settings.device_min_elements)
+    small = _small_on_host(entries, settings.device_min_elements, max_elements)
     if small and _cold(kparts):
         stats.add("placements_interpreted")
         if settings.debug >= 1:

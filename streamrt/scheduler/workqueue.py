@@ -129,9 +129,18 @@ class WorkQueue:
         self.num = {}              # port id -> number in kports
         self.recording = None      # the macro recording in progress on this queue, if any
         self.recorded = 0          # ops recorded (summed into ps.runtime_stats())
+        self.max_elements = 0      # the largest compute entry's size (placement: small work)
+        self.taken_max = 0         # ... of the entries the last take_trace returned
+        self._shape = None
         stats.register_counter(self)
 
     def compute(self, port):
+        shape = port.shape
+        if shape is not self._shape:       # (a chain of ops shares its shape object)
+            self._shape = shape
+            n = math.prod(shape)
+            if n > self.max_elements:
+                self.max_elements = n
         with self.lock:
             self.entries.append(("compute", port))
             self.pending_computes += 1
@@ -163,6 +172,7 @@ class WorkQueue:
             out = (self.entries, self.keyparts, self.kports)
             self.entries, self.keyparts, self.kports, self.num = [], [], [], {}
             self.pending_computes = 0
+            self.taken_max, self.max_elements, self._shape = self.max_elements, 0, None
             return out
 
     def __len__(self):
