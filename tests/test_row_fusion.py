@@ -141,9 +141,9 @@ _RED = ("sum", "mean", "max", "min")
 @settings(max_examples=12, deadline=None, derandomize=True, database=None)
 @given(st.data())
 def test_random_row_programs_match_numpy(data):
-    """Chains of row reductions (keepdims) and element-wise ops mixing full values with
-    per-row ones, on 2-D and 3-D arrays (a few rows: the row minimum is lowered), against
-    NumPy, with row fusion on and off."""
+    """Chains of row reductions (keepdims or ``[..., None]``) and element-wise ops mixing
+    full values with per-row ones, on 2-D and 3-D arrays (a few rows: the row minimum is
+    lowered), against NumPy, with row fusion on and off."""
     dt = data.draw(st.sampled_from([np.float32, np.float64]), label="dtype")
     shape = data.draw(st.sampled_from([(5, 7), (3, 4, 9), (6, 1)]), label="shape")
     a = _data(shape, dt, data.draw(st.integers(0, 99), label="seed"))
@@ -152,7 +152,8 @@ def test_random_row_programs_match_numpy(data):
         kind = data.draw(st.sampled_from(["reduce", "map", "unary"]), label="kind")
         if kind == "reduce" or not nrow:
             steps.append(("r", data.draw(st.sampled_from(_RED), label="reduction"),
-                          data.draw(st.integers(0, nfull - 1), label="reduced")))
+                          data.draw(st.integers(0, nfull - 1), label="reduced"),
+                          data.draw(st.booleans(), label="keepdims")))
             nrow += 1
         elif kind == "unary":
             steps.append(("u", data.draw(st.sampled_from(sorted(_UN)), label="unary"),
@@ -167,8 +168,9 @@ def test_random_row_programs_match_numpy(data):
     def evaluate(m, x):
         full, rows = [x], []
         for s in steps:
-            if s[0] == "r":
-                rows.append(getattr(m, s[1])(full[s[2]], axis=-1, keepdims=True))
+            if s[0] == "r":         # keepdims, or the reduced axis added back by a view
+                r = getattr(m, s[1])(full[s[2]], axis=-1, keepdims=s[3])
+                rows.append(r if s[3] else r[..., None])
             elif s[0] == "u":
                 full.append(_UN[s[1]](m, full[s[2]]))
             else:
@@ -187,3 +189,22 @@ def test_random_row_programs_match_numpy(data):
                     assert_same(g, w, rtol=tol, atol=tol)
     finally:
         fusion.ROW_MIN_ROWS = saved
+
+
+def test_column_views_of_a_reduction(stats):
+    """NumPy code often drops the reduced axis and adds it back (``m[:, None]``,
+    ``m.reshape(-1, 1)``): still one row kernel. A view that reorders the rows is not the
+    per-row value: two kernels, and correct."""
+    a = _data((ROWS, COLS), np.float64, 8)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    e = ps.exp(x - x.max(axis=1)[:, None])
+    y = e / e.sum(axis=1).reshape(-1, 1)
+    del e
+    e0 = np.exp(a - a.max(axis=1)[:, None])
+    assert_same(y, e0 / e0.sum(axis=1).reshape(-1, 1), rtol=1e-12)
+    assert stats()["kernels_launched"] == 1
+    ps.reset_stats()
+    m = x.max(axis=1)
+    assert_same(x - m[::-1][:, None], a - a.max(axis=1)[::-1][:, None])
+    assert stats()["kernels_launched"] == 2

@@ -221,9 +221,9 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
     A chain starts at a kernel reducing the last axis of a space of 2+ dims (ROW_MIN_ROWS
     rows or more, at most ROW_MAX_LEN long) and takes each following kernel over the same
     space that reduces the same axis or is element-wise (that one ends it), as long as every
-    value it reads from the chain is a reduction kept as a column (``keepdims``) or an
-    element-wise value cheap enough to recompute. Argmax/argmin, counter-based RNG ops,
-    region writes and values read through views stay out."""
+    value it reads from the chain is a reduction kept as a column (``keepdims``, or a column
+    view of it: ``m[:, None]``) or an element-wise value cheap enough to recompute.
+    Argmax/argmin, counter-based RNG ops, region writes and other views stay out."""
     import math
 
     from ..ops import OPS
@@ -236,8 +236,10 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
                 return False
             if p.kind not in ("map", "reduce") or (p.kind == "map" and OPS[p.op].counter):
                 return False
-            if any(c.kind in ("view", "intrinsic") for c in consumers[p.id]):
-                return False
+            for c in consumers[p.id]:
+                if c.kind == "intrinsic" or (c.kind == "view" and not (
+                        p.kind == "reduce" and column_view(c, g.space))):
+                    return False
         return True
 
     i = 0
@@ -264,18 +266,20 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
             stack = [x for p in h.ops for x in p.inputs]
             while stack and ok:
                 x = stack.pop()
-                if x.id not in owner or x.id in redo or x.id in keep or \
+                if _base(x).id not in owner or x.id in redo or x.id in keep or \
                         any(x is p for p in h.ops):
                     continue
                 if x.kind == "reduce":
                     ok = x.shape == col
+                elif x.kind == "view":
+                    ok = x.inputs[0].kind == "reduce" and column_view(x, g.space)
                 elif x.shape == g.space and (OPS[x.op].cost >= ROW_STASH_COST
                                              or x.id in stash):
                     keep[x.id] = x
                 else:
                     redo[x.id] = x
                     stack.extend(x.inputs)
-            if not ok or not any(x.id in owner for p in h.ops for x in p.inputs):
+            if not ok or not any(_base(x).id in owner for p in h.ops for x in p.inputs):
                 break
             cost = sum(OPS[x.op].cost for x in redo.values())
             if cost > ROW_RECOMPUTE_COST or total + len(h.ops) + len(redo) > max_ops:
@@ -312,3 +316,20 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
 
 def _pid(p):
     return p.id
+
+
+def _base(x):
+    return x.inputs[0] if x.kind == "view" else x
+
+
+def column_view(v, space):
+    """Whether view ``v`` of a reduction is its per-row result as a column of ``space``
+    (``m[:, None]``, ``m.reshape(-1, 1)`` of a ``keepdims=False`` reduction over the last
+    axis): the same elements in the same order, shaped ``space[:-1] + (1,)``."""
+    from ..scheduler.workqueue import c_strides
+    b = v.inputs[0]
+    off, st = v.params
+    if v.shape != tuple(space[:-1]) + (1,) or off != 0 or v.size != b.size:
+        return False
+    return [s for n, s in zip(v.shape, st) if n != 1] == \
+        [s for n, s in zip(b.shape, c_strides(b.shape)) if n != 1]

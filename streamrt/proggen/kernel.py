@@ -90,6 +90,9 @@ def build_kernel(ops, stores, space, axes, inplace=frozenset(), phases=None, sta
     ``phases``, ``stash``: a row kernel's ops per phase and its row-buffered values
     (fusion.row_fuse)."""
     inside = {p.id for p in ops}
+    if phases:      # a row kernel reads a column view of its own reduction as the local
+        inside |= {i.id for p in ops for i in p.inputs
+                   if i.kind == "view" and i.inputs[0].id in inside}
     loads, scalars, seen = [], [], set()
     for p in ops:
         for i in (p.inputs[1:] if is_update(p) else p.inputs):

@@ -339,8 +339,8 @@ def render_rows(k):
     folded as in a reduction kernel, then become per-row locals (and are written to their
     outputs); element-wise values of earlier phases that a later one reads are recomputed
     there (the phase lists them again) or read back from a per-thread row buffer
-    (``k.stash``: ``rw{i}[tid, r0]``, written where the value is computed). Same calling convention as a reduction kernel
-    (``C`` is taken and unused: a row is never cut into chunks)."""
+    (``k.stash``: ``rw{i}[tid, r0]``, written where the value is computed). Same calling
+    convention as a reduction kernel (``C`` is taken and unused: a row is never cut)."""
     tbl, hdr, kept_n, _, names, _ = index_table(k, "{name} = D[{i}]")
     nk = len(k.kept)
     nload = len(k.loads)
@@ -396,6 +396,12 @@ def render_rows(k):
             hoisted.add(ai)
     load_of = {a.port.id: ai for ai, a in enumerate(k.loads)}
     stored, stashed = set(), set()
+    views = {}          # reduction id -> its column views read here (fusion.column_view)
+    for p in k.ops:
+        for i in p.inputs:
+            if i.kind == "view" and i.inputs[0].id in rix:
+                views.setdefault(i.inputs[0].id, {})[i.id] = i
+    views = {r: list(vs.values()) for r, vs in views.items()}
     per_row = {sc.id for sc in k.scalars} | {k.loads[ai].port.id for ai in hoisted}
     for ph in k.phases:
         ops = [k.ops[n] for n in ph]
@@ -452,6 +458,9 @@ def render_rows(k):
             src(2, f"ro{j}[kk] = m{j}")
             local[p.id] = (f"m{j}", out_dt)
             per_row.add(p.id)
+            for v in views.get(p.id, ()):     # m[:, None]: the same per-row value
+                local[v.id] = local[p.id]
+                per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
 
