@@ -66,7 +66,10 @@ def _enqueue_plain(port):
                 and first.lasti == port.site.lasti):
             cscheduler.flush(q, reason="threshold")
     q.compute(port)
-    return Array._wrap(port)
+    a = _new(Array)                      # (Array._wrap, without the classmethod call)
+    a._port = port
+    port.nrefs += 1
+    return a
 
 
 def canonical_dtype(dtype, site):
@@ -433,7 +436,10 @@ class Array:
 
     def __del__(self):
         try:
-            _decref(self._port)
+            p = self._port
+            p.nrefs -= 1                # (_decref, inline: every op pays it)
+            if p.nrefs <= 0 and p.kind == "view":
+                _decref(p.inputs[0])
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -655,15 +661,16 @@ class Array:
 
 
 def _decref(p):
+    """One Array fewer refers to ``p``; at zero ``p`` is released -- the count is the release
+    record the flush reads (docs/layout.md) -- and a view lets go of its base."""
     p.nrefs -= 1
-    if p.nrefs <= 0:
-        if p.queue is not None and p.state == 0:
-            p.queue.release(p)
-        if p.kind == "view":
-            _decref(p.inputs[0])
+    if p.nrefs <= 0 and p.kind == "view":
+        _decref(p.inputs[0])
 
 
 _FAST: dict = {}       # (op, dtype, dtype-or-scalar-kind, reflected) -> (out, loop dtypes)
+_WEAK_F, _WEAK_I = ("weak", "f"), ("weak", "i")     # a Python scalar operand's port params
+_new = object.__new__
 _IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
 
 
@@ -706,10 +713,11 @@ def _binop(name, reflected=False):
                     return None              # the general path raises the overflow error
                 if name == "power" and other < 0 and loop_dt.kind in "iu":
                     return None
-            q = Port("scalar", "scalar", loop_dt, (), params=("weak", "f" if t is float else "i"),
-                     scalar=other, site=site)
+            q = Port("scalar", "scalar", loop_dt, (), (), _WEAK_F if t is float else _WEAK_I,
+                     site, None, None, other)
         ins = (q, p) if reflected else (p, q)
-        return _enqueue(Port("map", name, out_dt, shape, ins, (), site, loop_dtype=loop_dt))
+        port = Port("map", name, out_dt, shape, ins, (), site, None, None, None, loop_dt)
+        return _enqueue(port) if _PIECEWISE_DATA else _enqueue_plain(port)
 
     def slow(self, other, site):
         r = general(name, other, self, site=site) if reflected else \

@@ -1,4 +1,5 @@
-"""IR ports and the per-thread work queue: compute, release and hint entries, each with a call site."""
+"""IR ports and the per-thread work queue: compute and hint entries, each with a call site
+(a release is the port's reference count reaching zero, read at the flush)."""
 from __future__ import annotations
 
 import itertools
@@ -121,7 +122,7 @@ class WorkQueue:
     key accumulated alongside them (one key entry per compute entry, see caches/keys.py)."""
 
     def __init__(self):
-        self.entries = []          # ('compute', port) | ('release', port) | ('hint', what, site)
+        self.entries = []          # ('compute', port) | ('hint', what, site)
         self.lock = threading.RLock()
         self.pending_computes = 0
         self.keyparts = []         # trace-key entries, one per compute entry
@@ -153,11 +154,6 @@ class WorkQueue:
         if on_record is not None:
             on_record(port)
         return self.pending_computes
-
-    def release(self, port):
-        with self.lock:
-            if self.pending_computes:
-                self.entries.append(("release", port))
 
     def hint(self, what, site):
         with self.lock:
