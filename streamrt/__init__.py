@@ -132,13 +132,33 @@ from .frontend.errors import StreamrtIndexError  # noqa: F401,E402
 
 __all__ += list(_shape_mod.__all__) + ["StreamrtIndexError"]
 
-# ---- the Array API namespace (array_api.py) ------------------------------------------------
-from . import array_api  # noqa: E402,F401
+# ---- the Array API namespace (array_api.py) and Dask (distributed.py) ----------------------
+# Imported when first used (``streamrt.array_api``, ``x.__array_namespace__()``,
+# ``ps.distributed``): together ~6 ms of ``import streamrt`` that most scripts never need.
+def _array_namespace(self, /, *, api_version=None):
+    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"unsupported Array API version {api_version!r}")
+    from . import array_api
+    return array_api
+
+
+def _to_device(self, device, /, *, stream=None):
+    from . import array_api
+    return array_api._to_device(self, device, stream=stream)
+
+
+Array.__array_namespace__ = _array_namespace
+Array.device = property(lambda self: "cpu")
+Array.to_device = _to_device
 
 
 def __array_namespace__(*, api_version=None):
     """The Array API standard namespace (``streamrt.array_api``)."""
     return Array.__array_namespace__(None, api_version=api_version)
 
-# distributed arrays on Dask (issue 8): ps.distributed.connect / asarray / from_dask
-from . import distributed  # noqa: E402,F401
+
+def __getattr__(name):
+    if name in ("array_api", "distributed"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'streamrt' has no attribute {name!r}")

@@ -516,20 +516,10 @@ def __array_namespace_info__():
     return _Info()
 
 
-# ---- the Array side: x.__array_namespace__(), x.device, x.to_device() -----------------------------
-def _array_namespace(self, /, *, api_version=None):
-    if api_version not in (None, "2021.12", "2022.12", "2023.12"):
-        raise ValueError(f"unsupported Array API version {api_version!r}")
-    import sys
-    return sys.modules[__name__]
-
-
+# ---- the Array side: x.device, x.to_device() (installed by streamrt/__init__.py) -----------
 def _to_device(self, device, /, *, stream=None):
     _dev(device, callsite())
     return self
 
 
-Array.__array_namespace__ = _array_namespace
-Array.device = property(lambda self: "cpu")
-Array.to_device = _to_device
 del _n

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 
@@ -12,13 +11,20 @@ def _bool(v: str) -> bool:
     return v.strip().lower() not in ("", "0", "false", "no", "off")
 
 
-@dataclass
 class Flag:
-    name: str            # environment variable
-    default: Any
-    parse: Callable[[str], Any]
-    doc: str
-    in_key: bool = False  # does the flag change generated code (enters cache keys)?
+    """One STREAMRT_* setting."""
+
+    __slots__ = ("name", "default", "parse", "doc", "in_key")
+
+    def __init__(self, name, default, parse, doc, in_key=False):
+        self.name = name          # environment variable
+        self.default = default
+        self.parse = parse        # str -> value
+        self.doc = doc
+        self.in_key = in_key      # does the flag change generated code (enters cache keys)?
+
+    def __repr__(self):
+        return f"Flag({self.name!r}, default={self.default!r})"
 
 
 FLAGS = {

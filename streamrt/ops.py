@@ -3,7 +3,6 @@ kernel expression template, identity, instruction estimate). Everything else loo
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -13,20 +12,29 @@ from . import dtypes as D
 Template = "str | Callable[[np.dtype, tuple[str, ...]], str]"
 
 
-@dataclass(frozen=True)
 class Op:
-    name: str                    # streamrt name (ps.<name>) and IR op name
-    kind: str                    # 'map' | 'reduce'
-    arity: int
-    ufunc: str | None            # NumPy ufunc this op is (dtype rule, __array_ufunc__ dispatch)
-    ref: Callable                # NumPy reference: used by the reference executor and the tests
-    numba: object                # template: "{0} + {1}" or callable(loop_dtype, args) -> str
-    cost: int = 1                # instruction estimate per element (profiler weights, split sizes)
-    loop: str = "out"            # dtype the inputs are cast to: 'out' (result dtype) or 'in'
-    float_tol: bool = False      # compared with a ulp tolerance (transcendentals), else exactly
-    aliases: tuple = field(default=())
-    counter: bool = False        # counter-based RNG: scalar inputs passed uncast + flat index
-    dtypes: Callable | None = None  # (operand dtypes) -> (result, loop): ops that are no ufunc
+    """One element-wise op of the table (a plain class: @dataclass cost ~1 ms of import)."""
+
+    __slots__ = ("name", "kind", "arity", "ufunc", "ref", "numba", "cost", "loop", "float_tol",
+                 "aliases", "counter", "dtypes")
+
+    def __init__(self, name, kind, arity, ufunc, ref, numba, cost=1, loop="out",
+                 float_tol=False, aliases=(), counter=False, dtypes=None):
+        self.name = name            # streamrt name (ps.<name>) and IR op name
+        self.kind = kind            # 'map' | 'reduce'
+        self.arity = arity
+        self.ufunc = ufunc          # NumPy ufunc this op is (dtype rule, __array_ufunc__ dispatch)
+        self.ref = ref              # NumPy reference: the reference executor and the tests
+        self.numba = numba          # template: "{0} + {1}" or callable(loop_dtype, args) -> str
+        self.cost = cost            # instruction estimate per element (profiler weights, splits)
+        self.loop = loop            # dtype the inputs are cast to: 'out' (result dtype) or 'in'
+        self.float_tol = float_tol  # compared with a ulp tolerance (transcendentals), else exactly
+        self.aliases = aliases
+        self.counter = counter      # counter-based RNG: scalar inputs passed uncast + flat index
+        self.dtypes = dtypes        # (operand dtypes) -> (result, loop): ops that are no ufunc
+
+    def __repr__(self):
+        return f"Op({self.name!r})"
 
 
 OPS: dict[str, Op] = {}
@@ -181,18 +189,27 @@ _op("angle", "map", 1, _cplx("np.arctan2(({0}).imag, ({0}).real)", "np.arctan2(0
 
 
 # ---- reductions ---------------------------------------------------------------------------
-@dataclass(frozen=True)
 class Reduction:
-    name: str
-    ref: Callable               # NumPy reference: ref(x, axis=..., keepdims=...)
-    init: Callable              # init(acc_dtype) -> expression
-    update: str                 # "acc = ..." with {acc}, {v}
-    combine: str                # partials combine, same form
-    needs_identity: bool = False  # an empty reduction has no identity: error at record time
-    cost: int = 1
-    float_tol: bool = True
-    merge: Callable | None = None  # partial results of two chunks (arrays) -> one (Dask);
-                                   # argmax/argmin carry (index, value) pairs instead
+    """One reduction of the table."""
+
+    __slots__ = ("name", "ref", "init", "update", "combine", "needs_identity", "cost",
+                 "float_tol", "merge")
+
+    def __init__(self, name, ref, init, update, combine, needs_identity=False, cost=1,
+                 float_tol=True, merge=None):
+        self.name = name
+        self.ref = ref                  # NumPy reference: ref(x, axis=..., keepdims=...)
+        self.init = init                # init(acc_dtype) -> expression
+        self.update = update            # "acc = ..." with {acc}, {v}
+        self.combine = combine          # partials combine, same form
+        self.needs_identity = needs_identity  # empty reduction without identity: record error
+        self.cost = cost
+        self.float_tol = float_tol
+        self.merge = merge              # partial results of two chunks (arrays) -> one (Dask);
+                                        # argmax/argmin carry (index, value) pairs instead
+
+    def __repr__(self):
+        return f"Reduction({self.name!r})"
 
 
 def _min_of(dt):
@@ -334,4 +351,4 @@ def _vecmath(name, fallback):
 
 
 for _n in VECMATH:
-    OPS[_n] = Op(**{**OPS[_n].__dict__, "numba": _vecmath(_n, OPS[_n].numba)})
+    OPS[_n].numba = _vecmath(_n, OPS[_n].numba)

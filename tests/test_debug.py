@@ -1,6 +1,6 @@
 """Debugger: reference results, comparison, first diverging op, inspect, breakpoints and
 error handlers."""
-import dataclasses
+import copy
 import inspect
 import warnings
 
@@ -33,7 +33,9 @@ def test_reference_mode_agrees_on_a_correct_program():
 def wrong_sqrt():
     """Inject a wrong kernel: sqrt rendered as cbrt in generated code only."""
     good = ops.OPS["sqrt"]
-    ops.OPS["sqrt"] = dataclasses.replace(good, numba="np.cbrt({0})")
+    bad = copy.copy(good)
+    bad.numba = "np.cbrt({0})"
+    ops.OPS["sqrt"] = bad
     ps.clear_caches()
     yield
     ops.OPS["sqrt"] = good

@@ -3,8 +3,7 @@ section's program sequence and where its outputs are. Bounded (LRU per section a
 with the same structure as the trace cache (see frontend/macro.py for recording and replay)."""
 from __future__ import annotations
 
-import cachetools
-
+from .lru import LRU
 from .trace_cache import TraceCache
 
 
@@ -14,7 +13,7 @@ class MacroCache(TraceCache):
 
     def __init__(self, max_entries=256, per_bucket=16):
         super().__init__(max_entries, per_bucket)
-        self._sections = cachetools.LRUCache(maxsize=max_entries)
+        self._sections = LRU(max_entries)
         self.generation = 0         # bumped by clear(): macros' own memos of a section die
 
     @staticmethod

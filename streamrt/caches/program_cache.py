@@ -17,13 +17,12 @@ import sys
 import threading
 import time
 
-import cachetools
-
 from .. import config, stats
 from ..profiler import collector
 from . import keys
+from .lru import LRU
 
-_mem = cachetools.LRUCache(maxsize=1024)       # key -> Kernels
+_mem = LRU(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)
 _lock = threading.Lock()
 _counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}

@@ -2,7 +2,7 @@
 it. A hit re-instantiates the template with the new ports and skips ProgGen entirely.
 
 Entries are grouped in buckets by the call site of the trace's first op; each bucket keeps at
-most ``per_bucket`` traces (LRU) and the whole cache at most ``max_entries`` (LRU, cachetools).
+most ``per_bucket`` traces (LRU) and the whole cache at most ``max_entries`` (LRU).
 The lookup is one dict probe: the key's hash is the cheap reject (entry count, key size and
 first call site all feed it), and a full compare runs only on a hash match -- once: the probe
 returns the stored key object, and the LRU bookkeeping that follows probes with that one
@@ -12,12 +12,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import cachetools
-
 from .. import stats
+from .lru import LRU
 
 
-class _Global(cachetools.LRUCache):
+class _Global(LRU):
     def __init__(self, owner, maxsize):
         super().__init__(maxsize=maxsize)
         self._owner = owner

@@ -13,7 +13,6 @@ error at record time) has no result to continue with: for it ``"ignore"`` is the
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from ..frontend import errors as _errors
 from ..frontend.errors import StreamrtError
@@ -26,14 +25,18 @@ class AbortError(StreamrtError, RuntimeError):
     """An error handler aborted the computation."""
 
 
-@dataclass
 class ErrorInfo:
-    type: type
-    file: str
-    line: int
-    op: str
-    message: str
-    error: BaseException
+    """What an error handler receives: the error and where it was recorded."""
+
+    __slots__ = ("type", "file", "line", "op", "message", "error")
+
+    def __init__(self, type, file, line, op, message, error):  # noqa: A002
+        self.type, self.file, self.line = type, file, line
+        self.op, self.message, self.error = op, message, error
+
+    def __repr__(self):
+        return (f"ErrorInfo(type={self.type.__name__}, file={self.file!r}, line={self.line}, "
+                f"op={self.op!r}, message={self.message!r})")
 
 
 def push_error_handler(fn):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import string
 
 import numpy as np
 
@@ -211,7 +210,7 @@ def _einsum_shape(subscripts, shapes, site):
     counts = collections.Counter()
     for t, sh in zip(terms, shapes):
         letters = t.replace("...", "")
-        if any(c not in string.ascii_letters for c in letters):
+        if any(c not in _LETTERS for c in letters):
             raise record_error(ArgumentError, f"einsum: invalid subscript in {t!r}", site)
         n_ell = len(sh) - len(letters) if "..." in t else 0
         if n_ell < 0 or ("..." not in t and len(letters) != len(sh)):
@@ -327,6 +326,7 @@ def _axis1(axis, p, site, name):
 
 
 _KINDS = ("quicksort", "mergesort", "heapsort", "stable")
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"     # (string.ascii_letters)
 
 
 def _sort_args(a, axis, kind, stable, site, name):

@@ -3,42 +3,55 @@ reductions, ready for a renderer. Pure: no device library is imported here."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from ..ops import OPS
 from ..scheduler.workqueue import c_strides
 
 
-@dataclass
 class Access:
-    port: object          # the port read (may be a view) or written
-    role: str             # 'in' | 'out' | region write: 'copy' (the base is copied into the
-                          # output buffer first) or 'alias' (the output reuses the base's buffer)
-    off: int              # element offset into the base buffer
-    kept: list            # strides over the collapsed kept dims
-    red: list             # strides over the collapsed reduced dims
+    """One array a kernel reads or writes, with its offset and strides over the loops."""
+
+    __slots__ = ("port", "role", "off", "kept", "red")
+
+    def __init__(self, port, role, off, kept, red):
+        self.port = port      # the port read (may be a view) or written
+        self.role = role      # 'in' | 'out' | region write: 'copy' (the base is copied into the
+                              # output buffer first) or 'alias' (the output reuses the base's buffer)
+        self.off = off        # element offset into the base buffer
+        self.kept = kept      # strides over the collapsed kept dims
+        self.red = red        # strides over the collapsed reduced dims
+
+    def __repr__(self):
+        return f"Access({self.port!r}, {self.role!r}, {self.off}, {self.kept}, {self.red})"
 
     @property
     def base(self):
         return self.port.base_view()[0] if self.role == "in" else self.port
 
 
-@dataclass
 class Kernel:
-    ops: list                       # ports in execution order (maps and reductions)
-    space: tuple                    # iteration shape (maps: their shape; reductions: input shape)
-    axes: tuple                     # reduced axes of the space (empty: a map-only kernel)
-    kept: list = field(default_factory=list)     # collapsed kept dim sizes (outer loops)
-    red: list = field(default_factory=list)      # collapsed reduced dim sizes (inner loops)
-    loads: list = field(default_factory=list)    # Access (role 'in')
-    stores: list = field(default_factory=list)   # Access (role 'out'), map outputs written
-    reductions: list = field(default_factory=list)  # reduce ports (their outputs are written)
-    scalars: list = field(default_factory=list)  # scalar ports: kernel parameters
-    index: Access = None            # the flat C-order element index over the space (strides
-                                    # like an access), when a counter-based RNG op needs it
-    phases: tuple = None            # a row kernel (fusion.row_fuse): per phase, the indices
-                                    # into ``ops`` it evaluates, run one row at a time ...
-    stash: tuple = ()               # ... and of the values later phases read from row buffers
+    """A fused group of ops as loops: what the renderers turn into source."""
+
+    __slots__ = ("ops", "space", "axes", "kept", "red", "loads", "stores", "reductions",
+                 "scalars", "index", "phases", "stash")
+
+    def __init__(self, ops, space, axes, kept=None, red=None, loads=None, stores=None,
+                 reductions=None, scalars=None, index=None, phases=None, stash=()):
+        self.ops = ops                    # ports in execution order (maps and reductions)
+        self.space = space                # iteration shape (maps: their shape; reductions:
+                                          # their input's)
+        self.axes = axes                  # reduced axes of the space (empty: map-only kernel)
+        self.kept = [] if kept is None else kept        # collapsed kept dim sizes (outer loops)
+        self.red = [] if red is None else red           # collapsed reduced dim sizes (inner)
+        self.loads = [] if loads is None else loads     # Access (role 'in')
+        self.stores = [] if stores is None else stores  # Access (role 'out'): map outputs
+        self.reductions = [] if reductions is None else reductions  # reduce ports (written)
+        self.scalars = [] if scalars is None else scalars           # kernel parameters
+        self.index = index    # the flat C-order element index over the space (strides like an
+                              # access), when a counter-based RNG op needs it
+        self.phases = phases  # a row kernel (fusion.row_fuse): per phase, the indices into
+                              # ``ops`` it evaluates, run one row at a time ...
+        self.stash = stash    # ... and of the values later phases read from row buffers
 
     @property
     def is_reduction(self):

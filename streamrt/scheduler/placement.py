@@ -14,7 +14,6 @@ import collections
 import sys
 import threading
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,12 +26,19 @@ from .workqueue import DONE
 _lock = threading.Lock()
 
 
-@dataclass
 class Estimate:
     """How fast an executor is assumed to be before a trace was measured on it."""
-    launch_s: float          # fixed cost of a sequence (launch latency, scheduling)
-    ops_per_s: float         # element-operations per second (op-table cost units)
-    bytes_per_s: float       # host <-> executor transfer bandwidth (inf: shares host memory)
+
+    __slots__ = ("launch_s", "ops_per_s", "bytes_per_s")
+
+    def __init__(self, launch_s, ops_per_s, bytes_per_s):
+        self.launch_s = launch_s        # fixed cost of a sequence (launch latency, scheduling)
+        self.ops_per_s = ops_per_s      # element-operations per second (op-table cost units)
+        self.bytes_per_s = bytes_per_s  # host <-> executor transfer bandwidth (inf: shared)
+
+    def __repr__(self):
+        return (f"Estimate(launch_s={self.launch_s}, ops_per_s={self.ops_per_s}, "
+                f"bytes_per_s={self.bytes_per_s})")
 
 
 _estimates: dict = {}        # executor name -> Estimate (defaults filled in on first use)
