@@ -29,10 +29,13 @@ class _Plan:
     """What both plans share: kernel steps, the output buffers each run allocates, and the
     counters a run adds (those of the general path it replaces; folded as counts x runs by
     ``stats.runtime_stats``)."""
-    __slots__ = ("steps", "slots", "elements", "counts", "runs", "__weakref__")
+    __slots__ = ("steps", "slots", "elements", "counts", "runs", "scratch", "__weakref__")
 
     def __init__(self, steps, slots, elements, counts):
         self.steps = steps          # per kernel: (Kernels, elements, arg sources, reduction)
+        self.scratch = [None] * len(steps)  # per reduction step: (C, partials and blocks),
+                                            # reused (runs hold ``run_lock``; only the kernel
+                                            # call reads them)
         self.slots = slots          # output buffers: (port number, shape, dtype)
         self.elements = elements
         n = len(steps)
@@ -57,13 +60,16 @@ class _Plan:
         serial_max = settings.serial_elements
         try:
             with executor.run_lock:
-                for kern, elements, srcs, red in self.steps:
+                for si, (kern, elements, srcs, red) in enumerate(self.steps):
                     args = [x if kind == "c" else flat[x] if kind == "b" else
                             resolve(kind, x) for kind, x in srcs]
                     if red is not None:
                         K, R0, partials = red
                         C = chunks_for(K, R0)
-                        args += kernel_partials(partials, K * C, R0)
+                        sc = self.scratch[si]
+                        if sc is None or sc[0] != C:
+                            sc = self.scratch[si] = (C, kernel_partials(partials, K * C, R0))
+                        args += sc[1]
                         args.append(C)
                     program_cache.call(kern, elements <= serial_max, args)
         except Exception:  # noqa: BLE001 - the general path splits, falls back and counts

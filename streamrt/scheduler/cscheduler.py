@@ -143,11 +143,11 @@ def _unwritten(entries):
     """The flushed ports no program writes: views follow their base; the rest were dead or
     fused away and are never written to memory."""
     for e in entries:
-        if e[0] == "compute":
+        if e[0] == "compute" and e[1].state == NEW:
             p = e[1]
-            if p.state == NEW and p.kind == "view":
+            if p.kind == "view":
                 p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
-            elif p.state == NEW:
+            else:
                 p.state = DEAD
 
 
