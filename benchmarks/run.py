@@ -994,6 +994,19 @@ def run_worker(lib, name, shape, args, env) -> dict:
     return json.loads(lines[-1])
 
 
+def merge_rounds(rs) -> dict:
+    """One library's workers on one workload (``--rounds``) as one result: every round's timed
+    runs pooled, the first round's first call and notes; not ok if any round was not."""
+    bad = [r for r in rs if "times" not in r]
+    if bad:
+        return bad[0]
+    out = dict(rs[0])
+    out["times"] = [t for r in rs for t in r["times"]]
+    out["ok"] = all(r.get("ok") for r in rs)
+    out["rounds"] = len(rs)
+    return out
+
+
 # ---- table --------------------------------------------------------------------------------
 def fmt_ms(t):
     return f"{t * 1e3:.1f}" if t < 10 else f"{t:.2f}s"
@@ -1073,6 +1086,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated workloads (" + ", ".join(WORKLOADS) + ")")
     ap.add_argument("--libs", default=",".join(LIBS), help="comma-separated libraries")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per worker")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="workers per library and workload, run in turn with the other "
+                         "libraries' (the medians pool every round: a shared VM's slow "
+                         "phases then fall on every library alike)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="PATH", help="save the results as JSON")
     ap.add_argument("--cold-cache", action="store_true",
@@ -1121,24 +1138,30 @@ def main(argv=None) -> int:
         for name in names:
             wl = WORKLOADS[name]
             shape = wl.sizes[size]
-            for lib in libs:
-                if getattr(wl, "streamrt" if lib in BACKEND_LIBS else lib, None) is None:
-                    continue
-                print(f"  {name} {'x'.join(map(str, shape))} / {lib} ...", file=sys.stderr,
-                      flush=True)
-                results.append(run_worker(lib, name, shape, args, env))
+            runs = {}
+            for rnd in range(args.rounds):
+                for lib in libs:
+                    if getattr(wl, "streamrt" if lib in BACKEND_LIBS else lib, None) is None:
+                        continue
+                    print(f"  {name} {'x'.join(map(str, shape))} / {lib}"
+                          f"{f' (round {rnd + 1})' if args.rounds > 1 else ''} ...",
+                          file=sys.stderr, flush=True)
+                    runs.setdefault(lib, []).append(run_worker(lib, name, shape, args, env))
+            results += [merge_rounds(rs) for rs in runs.values()]
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     layers = sorted({r["threading_layer"] for r in results if r.get("threading_layer")})
-    print(f"streamrt benchmarks ({size} sizes, median of {args.repeat} timed runs after 1 "
-          f"warm-up, {os.cpu_count()} cores, load before {load:.2f}; numba threading layer: "
+    rounds = f" x {args.rounds} rounds" if args.rounds > 1 else ""
+    print(f"streamrt benchmarks ({size} sizes, median of {args.repeat} timed runs{rounds} after "
+          f"1 warm-up, {os.cpu_count()} cores, load before {load:.2f}; numba threading layer: "
           f"{'/'.join(layers) or '-'}{'; ' + ' '.join(args.env) if args.env else ''})")
     print("'vs numpy' = numpy time / library time (above 1: faster than numpy)")
     print(report(results))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"size": size, "repeat": args.repeat, "cpus": os.cpu_count(),
+            json.dump({"size": size, "repeat": args.repeat, "rounds": args.rounds,
+                       "cpus": os.cpu_count(),
                        "load_before": load, "env": args.env,
                        "results": results}, f, indent=1)
     # exit status: streamrt wrong or any worker crashed (a peer's inaccuracy is only shown)
