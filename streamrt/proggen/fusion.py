@@ -263,11 +263,11 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
             if not plain(h) or h.space != g.space or h.axes not in (None, g.axes):
                 break
             redo, keep, ok = {}, {}, True
+            own = {p.id for p in h.ops}
             stack = [x for p in h.ops for x in p.inputs]
             while stack and ok:
                 x = stack.pop()
-                if _base(x).id not in owner or x.id in redo or x.id in keep or \
-                        any(x is p for p in h.ops):
+                if _base(x).id not in owner or x.id in redo or x.id in keep or x.id in own:
                     continue
                 if x.kind == "reduce":
                     ok = x.shape == col

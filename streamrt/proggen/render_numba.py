@@ -177,15 +177,7 @@ def render(k):
         src(1, "for t in prange(K * C):")
         src(2, "kk = t // C")
         src(2, "c = t - kk * C")
-        if nk:
-            src(2, "rem = kk")
-            for d in reversed(range(nk)):
-                if d:
-                    src(2, f"j{d} = rem % nk{d}")
-                    src(2, f"rem = rem // nk{d}")
-                else:
-                    src(2, "j0 = rem")
-        jv = [f"j{d}" for d in range(nk)]
+        jv = _kept_index(src, nk)
         for ai, (off, ks, _) in enumerate(names):
             src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
             if sliced[ai]:
@@ -289,6 +281,20 @@ def render(k):
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
 
 
+def _kept_index(src, nk):
+    """Inside a task: the kept indices ``j0 ...`` of the flat kept index ``kk`` (C order over
+    the ``nk`` collapsed kept dims); their names."""
+    if nk:
+        src(2, "rem = kk")
+        for d in reversed(range(nk)):
+            if d:
+                src(2, f"j{d} = rem % nk{d}")
+                src(2, f"rem = rem // nk{d}")
+            else:
+                src(2, "j0 = rem")
+    return [f"j{d}" for d in range(nk)]
+
+
 def _acc_update(p, acc, v):
     _, _, _, acc_dt = reduce_params(p)
     upd = REDUCTIONS[p.op].update.format(acc=acc, v=v)
@@ -361,15 +367,7 @@ def render_rows(k):
     src.lines.extend(hdr.lines)
     src(1, f"K = {'*'.join(kept_n) if kept_n else '1'}")
     src(1, "for kk in prange(K):")
-    if nk:
-        src(2, "rem = kk")
-        for d in reversed(range(nk)):
-            if d:
-                src(2, f"j{d} = rem % nk{d}")
-                src(2, f"rem = rem // nk{d}")
-            else:
-                src(2, "j0 = rem")
-    jv = [f"j{d}" for d in range(nk)]
+    jv = _kept_index(src, nk)
     # a row view of each access with non-negative strides, so that the index along the row
     # is the bare loop variable (2.5x on layer norm's phases against ``a0[b0 + r0]``); a
     # negative stride keeps the offset form
