@@ -268,8 +268,10 @@ class Chain(Workload):
         return lambda: (chain(*inputs),)
 
     def extra(self, lib, inputs, repeat):
-        """numba worker: the 2-thread copy bandwidth (prange copy into a warm buffer)."""
-        if lib != "numba":
+        """numba and streamrt workers: the 2-thread copy bandwidth (prange copy into a warm
+        buffer), measured right after the library's timed runs in the same process (the
+        VM's memory bandwidth drifts from one minute to the next)."""
+        if lib not in ("numba", "streamrt"):
             return {}
         import numba
         from numba import njit, prange
@@ -1056,7 +1058,7 @@ def report(results) -> str:
                         f"({'faster' if ratio > 1 else 'slower'})")
                 if "numba" in med and "numba" != best:
                     line += f"; vs numba: {med['numba'] / med['streamrt']:.2f}x"
-                copy = rs.get("numba", {}).get("copy_gbps")
+                copy = rs["streamrt"].get("copy_gbps") or rs.get("numba", {}).get("copy_gbps")
                 if copy and rs["streamrt"].get("bytes") and wl == "chain":
                     bw = rs["streamrt"]["bytes"] / med["streamrt"] / 1e9
                     line += f"; streamrt bandwidth {bw:.1f} GB/s = {bw / copy:.0%} of copy"
