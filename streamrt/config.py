@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Any, Callable
+from typing import Any
 
 
 def _bool(v: str) -> bool:

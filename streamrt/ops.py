@@ -3,7 +3,6 @@ kernel expression template, identity, instruction estimate). Everything else loo
 from __future__ import annotations
 
 import functools
-from typing import Callable
 
 import numpy as np
 
