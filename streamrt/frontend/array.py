@@ -66,10 +66,7 @@ def _enqueue_plain(port):
                 and first.lasti == port.site.lasti):
             cscheduler.flush(q, reason="threshold")
     q.compute(port)
-    a = _new(Array)                      # (Array._wrap, without the classmethod call)
-    a._port = port
-    port.nrefs += 1
-    return a
+    return _wrap(port)
 
 
 def canonical_dtype(dtype, site):
@@ -427,19 +424,9 @@ class Array:
     __slots__ = ("_port", "__weakref__")
     __array_priority__ = 100.0
 
-    @classmethod
-    def _wrap(cls, port):
-        a = object.__new__(cls)
-        a._port = port
-        port.nrefs += 1
-        return a
-
     def __del__(self):
         try:
-            p = self._port
-            p.nrefs -= 1                # (_decref, inline: every op pays it)
-            if p.nrefs <= 0 and p.kind == "view":
-                _decref(p.inputs[0])
+            _decref(self._port)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -671,6 +658,18 @@ def _decref(p):
 _FAST: dict = {}       # (op, dtype, dtype-or-scalar-kind, reflected) -> (out, loop dtypes)
 _WEAK_F, _WEAK_I = ("weak", "f"), ("weak", "i")     # a Python scalar operand's port params
 _new = object.__new__
+
+
+def _wrap(port):
+    """A new Array referring to ``port`` (``Array._wrap``; a plain function: the record path
+    calls it for every op, and a classmethod call costs more)."""
+    a = _new(Array)
+    a._port = port
+    port.nrefs += 1
+    return a
+
+
+Array._wrap = staticmethod(_wrap)
 _IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
 
 
@@ -798,13 +797,9 @@ def reshape(x, shape, site=None, order="C"):
         p = const_port(np.asarray(p.scalar), site)
     base, off, st = p.base_view()
     if p.kind == "view" and tuple(st) != c_strides(p.shape):
-        c = astype(Array._wrap(p) if False else _keep(p), p.dtype, site=site)
+        c = astype(_wrap(p), p.dtype, site=site)
         return reshape(c, shape, site=site)
     return _view(p, off, shape, c_strides(shape), site, src=x)
-
-
-def _keep(p):
-    return Array._wrap(p)
 
 
 def transpose(x, axes=None, site=None):

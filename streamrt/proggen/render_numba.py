@@ -352,6 +352,7 @@ def render_rows(k):
     nload = len(k.loads)
     accesses = k.loads + k.stores
     rix = {p.id: j for j, p in enumerate(k.reductions)}
+    at = {p.id: n for n, p in enumerate(k.ops)}         # an op's number: its name ``v{n}``
     store_of = {a.port.id: nload + si for si, a in enumerate(k.stores)}
     bufs = [f"a{i}" for i in range(len(accesses))]
     scal = [f"p{i}" for i in range(len(k.scalars))]
@@ -412,10 +413,10 @@ def render_rows(k):
             if p.kind == "map" and all(i.id in per_row for i in p.inputs) and \
                     p.id not in row_buf and store_of.get(p.id) is None:
                 # every input a per-row value (layer norm's sqrt(var + eps)): once per row
-                src(2, map_line(p, k.ops.index(p), local))
+                src(2, map_line(p, at[p.id], local))
                 per_row.add(p.id)
             elif p.kind == "map":
-                body.append(map_line(p, k.ops.index(p), local))
+                body.append(map_line(p, at[p.id], local))
                 if p.id in row_buf and p.id not in stashed:     # computed here, kept
                     stashed.add(p.id)
                     body.append(f"{row_buf[p.id]}[tid, r0] = {local[p.id][0]}")

@@ -168,43 +168,33 @@ def _survey(entries):
     return n, work, f64, inputs
 
 
-def _small_on_host(entries, limit, max_elements=None):
-    """True if every array of the flush has fewer than ``limit`` elements and no input lives
-    on a device only (the common, cheap case: one pass, no allocation). ``max_elements``: the
-    largest entry's size when the work queue tracked it (then only inputs are looked at, and
-    only when a device executor exists)."""
-    devices_used = registry.has_device_executor()
-    if max_elements is not None:
-        if max_elements >= limit:
-            return False
-        if not devices_used:
-            return True
+def _small_on_host(entries, limit, max_elements):
+    """True if every array of the flush has fewer than ``limit`` elements (``max_elements``:
+    the largest entry's size, tracked by the work queue as ops are recorded) and no input
+    lives on a device only (looked at only when a device executor exists)."""
+    if max_elements >= limit:
+        return False
+    if not registry.has_device_executor():
+        return True
     where = _where if len(_where) else None
     nd = np.ndarray
-    shape = None
     for e in entries:
         if e[0] != "compute":
             continue
-        p = e[1]
-        if max_elements is None and p.shape is not shape:   # (entries share shape objects)
-            shape = p.shape
-            if p.size >= limit:
-                return False
-        if devices_used:
-            for i in p.inputs:
-                b = i.inputs[0] if i.kind == "view" else i
-                v = b.value
-                if v is None:
-                    if where is not None and b in where:
-                        return False
-                elif type(v) is not nd and not getattr(v, "on_host", True):
+        for i in e[1].inputs:
+            b = i.inputs[0] if i.kind == "view" else i
+            v = b.value
+            if v is None:
+                if where is not None and b in where:
                     return False
+            elif type(v) is not nd and not getattr(v, "on_host", True):
+                return False
     return True
 
 
-def choose(entries, kparts, max_elements=None):
+def choose(entries, kparts, max_elements):
     """The executor for one flushed work queue (STREAMRT_BACKEND forces one);
-    ``max_elements``: the largest entry's size, when known (WorkQueue.taken_max)."""
+    ``max_elements``: its largest entry's size (WorkQueue.taken_max)."""
     name = settings.backend
     if name != "auto":
         return registry.get(name), None
