@@ -8,6 +8,14 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, p
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -e ".[test]"
+  # PoCL's wheel (LLVM 14) fails every build on CPUs its LLVM does not know (AMD Zen 5):
+  # then add Intel's CPU OpenCL runtime, which streamrt finds and uses in its place
+  probe_dir=$(mktemp -d)
+  if ! STREAMRT_CACHE_DIR="$probe_dir" .venv/bin/python -c "import streamrt as ps, sys; sys.exit(not any(d['backend'] == 'opencl' and d['available'] for d in ps.devices()))" 2>/dev/null; then
+    echo "dev.sh: PoCL cannot build kernels on this CPU; installing Intel's CPU OpenCL runtime" >&2
+    .venv/bin/python -m pip install -q -e ".[test,opencl-intel]"
+  fi
+  rm -rf "$probe_dir"
 fi
 cmd=${1:-test}; shift || true
 case "$cmd" in

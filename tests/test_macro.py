@@ -263,15 +263,18 @@ def test_direct_replay_steps_aside_when_watched_or_failing(stats, tmp_path, monk
         assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
     assert ps.runtime_stats()["direct_replays"] == 0
 
-    from streamrt.caches import program_cache
-    from streamrt.executors import direct
-
     def broken(*a):
         raise RuntimeError("device lost")
-    real = program_cache.call
-    monkeypatch.setattr(direct.program_cache, "call", broken)
+    from streamrt.caches import macro_cache
+    plan = next(sec.direct for key, sec in macro_cache.get()._sections._d.items()
+                if key[0] is f)              # the section's direct plan: its kernels fail
+    kernels = [step[0] for step in plan.steps]
+    real = [(k.serial, k.parallel) for k in kernels]
+    for k in kernels:
+        k.serial = k.parallel = broken
     v, _ = f(u)                     # the general path runs it (split, then NumPy: counted)
-    monkeypatch.setattr(direct.program_cache, "call", real)
+    for k, (s, p) in zip(kernels, real):
+        k.serial, k.parallel = s, p
     assert_same(v, (u0 - u0.mean()) * 0.5, atol=1e-13)
     assert ps.runtime_stats()["direct_replays"] == 0
     v, _ = f(u)

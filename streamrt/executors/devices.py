@@ -24,7 +24,7 @@ def _cpu():
 
 def _opencl():
     try:
-        from .opencl import list_devices
+        from .opencl import list_devices, probe
         devs = list_devices()
     except Exception as e:  # noqa: BLE001 - pyopencl missing or no ICD loader
         return [{"backend": "opencl", "name": None, "available": False,
@@ -32,12 +32,15 @@ def _opencl():
     out = []
     for pi, di, p, d in devs:
         kind = "gpu" if d.type & 4 else ("cpu" if d.type & 2 else "accelerator")
+        err = probe(d)                  # its compiler builds a trivial kernel, or why not
         out.append({"backend": "opencl", "name": d.name.strip(), "platform": p.name.strip(),
-                    "index": f"{pi}:{di}", "available": True, "type": kind,
+                    "index": f"{pi}:{di}", "available": err is None, "type": kind,
                     "compute_units": int(d.max_compute_units),
                     "max_work_group_size": int(d.max_work_group_size),
                     "global_mem_bytes": int(d.global_mem_size),
                     "fp64": bool(d.double_fp_config) or "cl_khr_fp64" in d.extensions})
+        if err is not None:
+            out[-1]["error"] = f"its compiler fails on a trivial kernel: {err}"
     return out
 
 

@@ -47,78 +47,128 @@ class _Plan:
         self.runs = 0
         stats.register_runs(self)
 
-    def _run(self, executor, resolve):
-        """Allocate the outputs and call the kernels; their buffers, or None (nothing
-        changed): the caller takes the general path, which owns splitting and fallbacks.
-        Only when the general path would run inline: small, and nothing in flight (a racy
-        read of the flow count is enough -- launches are serialised by ``run_lock``)."""
-        f = cscheduler._flow
-        if self.elements > settings.inline_elements or f is None or f.inflight:
-            return None
-        bufs = [np.empty(shape, dt) for _, shape, dt in self.slots]
-        flat = [b.reshape(-1) for b in bufs]
-        serial_max = settings.serial_elements
-        try:
-            with executor.run_lock:
-                for si, (kern, elements, srcs, red) in enumerate(self.steps):
-                    args = [x if kind == "c" else flat[x] if kind == "b" else
-                            resolve(kind, x) for kind, x in srcs]
-                    if red is not None:
-                        K, R0, partials = red
-                        C = chunks_for(K, R0)
-                        sc = self.scratch[si]
-                        if sc is None or sc[0] != C:
-                            sc = self.scratch[si] = (C, kernel_partials(partials, K * C, R0))
-                        args += sc[1]
-                        args.append(C)
-                    program_cache.call(kern, elements <= serial_max, args)
-        except Exception:  # noqa: BLE001 - the general path splits, falls back and counts
-            return None
-        self.runs += 1
-        return bufs
+    def _source(self, g, head, fail):
+        """The generated body shared by both plans (after ``head``, the plan's own input
+        checks, which bind the kernels' load arguments): the small-and-idle check, output
+        buffers, the kernel calls under ``run_lock``; ``fail`` is what a run that must take the
+        general path returns. Argument sources: ``c`` a constant (bound in ``g``), ``b`` an
+        output buffer, ``i`` / ``p`` a checked input's flat value, ``s`` a flushed scalar."""
+        g.update(plan=self, empty=np.empty, settings=settings, cs=cscheduler, nd=np.ndarray,
+                 DONE=DONE, chunks_for=chunks_for, kernel_partials=kernel_partials,
+                 call=program_cache.call, scalar_value=scalar_value, SC=self.scratch)
+        lines = list(head)
+        lines += ["    f = cs._flow",
+                  f"    if {self.elements} > settings.inline_elements or f is None "
+                  f"or f.inflight:",
+                  f"        return {fail}"]
+        for j, (_, shape, dt) in enumerate(self.slots):
+            g[f"D{j}"] = dt
+            lines.append(f"    b{j} = empty({tuple(shape)!r}, D{j})")
+            lines.append(f"    f{j} = b{j}.reshape(-1)")
+        lines += ["    ser = settings.serial_elements",
+                  "    try:",
+                  "        with executor.run_lock:"]
+        for si, (kern, elements, srcs, red) in enumerate(self.steps):
+            g[f"K{si}"] = kern
+            args = []
+            for j, (kind, x) in enumerate(srcs):
+                if kind == "c":
+                    g[f"c{si}_{j}"] = x
+                    args.append(f"c{si}_{j}")
+                elif kind == "b":
+                    args.append(f"f{x}")
+                elif kind in ("i", "p"):
+                    args.append(f"{kind}{x}")
+                else:                                   # "s": a scalar port of the flush
+                    args.append(f"scalar_value(kp[{x}])")
+            pre = "            "
+            lines.append(f"{pre}k = K{si}")
+            lines.append(f"{pre}s = {elements} <= ser")
+            lines.append(f"{pre}a = ({''.join(a + ', ' for a in args)})")
+            if red is not None:
+                K, R0, partials = red
+                g[f"P{si}"] = partials
+                lines += [f"{pre}C = chunks_for({K}, {R0})",
+                          f"{pre}sc = SC[{si}]",
+                          f"{pre}if sc is None or sc[0] != C:",
+                          f"{pre}    sc = SC[{si}] = (C, tuple(kernel_partials(P{si}, "
+                          f"{K} * C, {R0})))",
+                          f"{pre}a = a + sc[1] + (C,)"]
+            lines += [f"{pre}if s in k.called:",
+                      f"{pre}    (k.serial if s else k.parallel)(*a)",
+                      f"{pre}else:",
+                      f"{pre}    call(k, s, a)"]
+        lines += ["    except Exception:  # the general path splits, falls back and counts",
+                  f"        return {fail}",
+                  "    plan.runs += 1"]
+        return lines
+
+
+def _compile(lines, g, name):
+    exec(compile("\n".join(lines), f"<streamrt {name}>", "exec"), g)  # noqa: S102
+    return g[name]
 
 
 class Plan(_Plan):
     """A macro section's plan: its outputs are new ports (recipes ``N``), its inputs the
     call's Arrays (recipes ``I``), its constants frozen at the recording (``F``)."""
-    __slots__ = ("outputs", "inputs", "recipes")
+    __slots__ = ("outputs", "inputs", "recipes", "run")
 
-    def __init__(self, steps, slots, elements, outputs, inputs, recipes, nnew):
+    def __init__(self, steps, slots, elements, outputs, inputs, recipes, nnew, struct, wrap):
         super().__init__(steps, slots, elements,
                          (("ops_recorded", nnew), ("flushes", 1), ("macro_cache_hits", 1)))
         self.outputs = outputs      # per section output: ("in", k) | ("slot", j) | ("port", p)
         self.inputs = inputs        # input positions whose ports are read
         self.recipes = recipes      # per slot: the recipe of the port it becomes
-
-    def run(self, inputs, q, executor):
-        """The section's output ports (one per section output), or None: take the general
-        path (an input not yet computed, the pipeline busy, or the kernel raised)."""
-        vals = []
-        for k in self.inputs:
-            p = inputs[k]._port
-            v = p.value
-            if p.state != DONE or type(v) is not np.ndarray:
-                return None
-            vals.append(v.reshape(-1))
-        bufs = self._run(executor, lambda kind, x: vals[x])
-        if bufs is None:
-            return None
-        made = {}
-        out = []
-        for kind, x in self.outputs:
+        # run(inputs, q, executor): the call's result -- the section's outputs as Arrays
+        # (``wrap``) in the body's structure (``struct``, frontend/macro.py) -- or None: take
+        # the general path (an input not yet computed, the pipeline busy, the kernel raised).
+        # Generated straight-line code: this is the whole of a small replay's time.
+        g = {"Port": Port, "W": wrap}
+        head = ["def run(inputs, q, executor):"]
+        for j, k in enumerate(inputs):
+            head += [f"    x = inputs[{k}]._port",
+                     "    v = x.value",
+                     "    if x.state != DONE or type(v) is not nd:",
+                     "        return None",
+                     f"    i{j} = v.reshape(-1)"]
+        lines = self._source(g, head, "None")
+        names = []
+        for n, (kind, x) in enumerate(outputs):
             if kind == "in":
-                out.append(inputs[x]._port)
+                names.append(f"inputs[{x}]._port")
             elif kind == "port":
-                out.append(x)
+                g[f"O{n}"] = x
+                names.append(f"O{n}")
             else:
-                p = made.get(x)
-                if p is None:
-                    _, pkind, op, dt, shape, _ins, params, site, loop = self.recipes[x]
-                    p = Port(pkind, op, dt, shape, (), params, site, q, bufs[x], None, loop)
-                    p.state = DONE
-                    made[x] = p
-                out.append(p)
-        return out
+                if f"o{x}" not in names:
+                    _, pkind, op, dt, shape, _ins, params, site, loop = recipes[x]
+                    g[f"R{x}"] = (pkind, op, dt, shape, params, site, loop)
+                    lines += [f"    k, o, d, s, a, t, l = R{x}",
+                              f"    o{x} = Port(k, o, d, s, (), a, t, q, b{x}, None, l)",
+                              f"    o{x}.state = DONE"]
+                names.append(f"o{x}")
+        lines.append(f"    return {_struct_source(struct, names, g)}")
+        self.run = _compile(lines, g, "run")
+
+
+def _struct_source(struct, names, g):
+    """An expression building the body's output structure (frontend/macro.py ``_flatten``)
+    from its leaves ``names`` (port expressions, wrapped by ``W``)."""
+    tag, v = struct
+    if tag == "A":
+        return f"W({names[v]})"
+    if tag in ("T", "L"):
+        items = "".join(_struct_source(x, names, g) + ", " for x in v)
+        return f"({items})" if tag == "T" else f"[{items}]"
+    if tag == "D":
+        parts = []
+        for k, x in v:
+            g[f"key{len(g)}"] = k
+            parts.append(f"key{len(g) - 1}: {_struct_source(x, names, g)}")
+        return "{" + ", ".join(parts) + "}"
+    g[f"const{len(g)}"] = v
+    return f"const{len(g) - 1}"
 
 
 class TracePlan(_Plan):
@@ -127,7 +177,7 @@ class TracePlan(_Plan):
     the kernels are called with the flushed ports' buffers, without instantiating the template
     or a round through the E-Scheduler. The small-array read in a loop (``float(ps.max(u))``)
     spends its time there, not in the kernel."""
-    __slots__ = ("dead", "inputs")
+    __slots__ = ("dead", "inputs", "run")
 
     def __init__(self, steps, slots, elements, dead):
         super().__init__(steps, slots, elements, ())
@@ -135,28 +185,28 @@ class TracePlan(_Plan):
         # the port numbers whose buffers the kernels read, each once
         self.inputs = tuple(dict.fromkeys(x for _, _, srcs, _ in steps
                                           for kind, x in srcs if kind == "p"))
-
-    def run(self, kports, executor):
-        """Run the trace over ``kports``; False (nothing changed): take the general path."""
-        vals = {}
+        # run(kports, executor): run the trace over ``kports``; False (nothing changed): take
+        # the general path. Generated straight-line code, as Plan.run.
+        g = {"drop": cscheduler.drop_dead_scratch}
+        head = ["def run(kp, executor):"]
         for i in self.inputs:
-            p = kports[i]
-            b = p.inputs[0] if p.kind == "view" else p
-            v = b.value
-            if b.state != DONE or type(v) is not np.ndarray:
-                return False
-            vals[i] = v.reshape(-1)
-        bufs = self._run(executor,
-                         lambda kind, x: vals[x] if kind == "p" else scalar_value(kports[x]))
-        if bufs is None:
-            return False
-        for (i, _, _), buf in zip(self.slots, bufs):
-            p = kports[i]
-            p.value = buf if p.nrefs > 0 else None     # released: nothing can read it
-            p.state = DONE
-            p.inputs = ()
-        cscheduler.drop_dead_scratch(kports[i] for i in self.dead)
-        return True
+            head += [f"    x = kp[{i}]",
+                     "    if x.kind == 'view':",
+                     "        x = x.inputs[0]",
+                     "    v = x.value",
+                     "    if x.state != DONE or type(v) is not nd:",
+                     "        return False",
+                     f"    p{i} = v.reshape(-1)"]
+        lines = self._source(g, head, "False")
+        for j, (i, _, _) in enumerate(slots):
+            lines += [f"    x = kp[{i}]",
+                      f"    x.value = b{j} if x.nrefs > 0 else None  # released: never read",
+                      "    x.state = DONE",
+                      "    x.inputs = ()"]
+        if dead:
+            lines.append(f"    drop([kp[i] for i in {tuple(dead)!r}])")
+        lines.append("    return True")
+        self.run = _compile(lines, g, "run")
 
 
 def _steps(seq, ports, output_ok, load_source, scalar_source):
@@ -206,7 +256,7 @@ def _steps(seq, ports, output_ok, load_source, scalar_source):
     return tuple(steps), tuple(slots), slot_of, elements
 
 
-def plan(sec, seq, ports, executor):
+def plan(sec, seq, ports, executor, wrap):
     """The direct plan of macro section ``sec`` (``seq`` and ``ports``: its first replay's
     instantiated sequence, before submission), or None when it cannot have one."""
     if type(executor) is not CPUExecutor or sec.advance or not seq.programs:
@@ -244,7 +294,7 @@ def plan(sec, seq, ports, executor):
         else:
             return None
     return Plan(steps, slots, elements, outputs, list(used_inputs),
-                tuple(recipes[i] for i, _, _ in slots), sec.nnew)
+                tuple(recipes[i] for i, _, _ in slots), sec.nnew, sec.struct, wrap)
 
 
 def trace_plan(t, seq, kports, executor):

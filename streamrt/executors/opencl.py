@@ -20,7 +20,41 @@ def _setup_env():
     PoCL reads POCL_CACHE_DIR once); nothing is written to $HOME."""
     base = cache_dir()
     os.environ.setdefault("POCL_CACHE_DIR", os.path.join(base, "pocl"))
+    _icd_vendors(base)
     return os.path.join(base, "pyopencl")
+
+
+def _icd_vendors(base):
+    """Make Intel's CPU OpenCL runtime visible when pip installed it into this environment
+    (``intel-opencl-rt``, the ``opencl-intel`` extra): its wheel's ``.icd`` file names the path
+    of the machine it was built on, so the ICD loader cannot find it. A vendors folder under
+    STREAMRT_CACHE_DIR lists it beside the system's ICDs (``/etc/OpenCL/vendors``), and
+    ``OCL_ICD_VENDORS`` points there -- unless the user set ``OCL_ICD_VENDORS`` already. PoCL
+    (pyopencl's own ICD) is found either way. Why it is needed: PoCL's wheel is built with
+    LLVM 14, which does not know newer CPUs (AMD Zen 5: every build fails with "unknown target
+    CPU 'generic'"); see ``choose_device``."""
+    lib = os.path.join(sys.prefix, "lib", "libintelocl.so")
+    if "OCL_ICD_VENDORS" in os.environ or not os.path.exists(lib):
+        return
+    d = os.path.join(base, "icd")
+    try:
+        os.makedirs(d, exist_ok=True)
+        want = {"streamrt-intel-cpu.icd": lib + "\n"}
+        sysdir = "/etc/OpenCL/vendors"
+        if os.path.isdir(sysdir):
+            for f in os.listdir(sysdir):
+                if f.endswith(".icd"):
+                    with open(os.path.join(sysdir, f)) as fh:
+                        want[f] = fh.read()
+        for f, text in want.items():
+            path = os.path.join(d, f)
+            if not os.path.exists(path) or open(path).read() != text:
+                with open(path + ".tmp", "w") as fh:
+                    fh.write(text)
+                os.replace(path + ".tmp", path)
+    except OSError:
+        return
+    os.environ["OCL_ICD_VENDORS"] = d
 
 
 _cl = None
@@ -86,10 +120,37 @@ def choose_device(spec=""):
                 return e
         raise RuntimeError(f"STREAMRT_OPENCL_DEVICE={spec!r}: no such device")
     cl = _import()
-    for e in devs:
-        if e[3].type & cl.device_type.GPU:
+    # GPUs first, then PoCL (the CPU device the tests run on), then the others; a device whose
+    # compiler cannot build a trivial kernel is passed over (PoCL's LLVM 14 on a CPU it does
+    # not know fails every build: Intel's CPU runtime, when installed, serves instead)
+    order = sorted(devs, key=lambda e: (not e[3].type & cl.device_type.GPU,
+                                        "Portable" not in e[2].name))
+    for e in order:
+        if probe(e[3]) is None:
             return e
-    return devs[0]
+    return None
+
+
+_probed = {}
+
+
+def probe(dev):
+    """None if ``dev``'s compiler builds a trivial kernel, else the build error (a string);
+    cached per device for the process."""
+    key = dev.int_ptr
+    if key not in _probed:
+        cl = _import()
+        try:
+            ctx = cl.Context([dev])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # compiler chatter (Intel's runtime)
+                cl.Program(ctx, "__kernel void probe(__global float *a) "
+                                "{ a[get_global_id(0)] *= 2.0f; }").build(options=_BUILD_OPTIONS)
+            _probed[key] = None
+        except Exception as e:  # noqa: BLE001 - any failure: this device cannot serve
+            msg = " ".join(str(e).split())
+            _probed[key] = msg[-300:]
+    return _probed[key]
 
 
 class OpenCLExecutor(DeviceExecutor):
@@ -102,7 +163,9 @@ class OpenCLExecutor(DeviceExecutor):
         self._pycache = _setup_env()
         e = device or choose_device(settings.opencl_device)
         if e is None:
-            raise RuntimeError("no OpenCL device found")
+            raise RuntimeError("no working OpenCL device found" + "".join(
+                f"; {x[2].name.strip()}: {x[3].name.strip()}: {probe(x[3])}"
+                for x in list_devices()))
         _, _, plat, dev = e
         self.device = dev
         self.device_name = f"{plat.name.strip()}: {dev.name.strip()}"

@@ -285,10 +285,9 @@ class Macro:
     def _run_direct(self, sec, inputs, q, executor):
         """The section run by its direct plan (counting the macro-cache hit), or None."""
         out = sec.direct.run(inputs, q, executor)
-        if out is None:
-            return None
-        self.replays += 1
-        return _unflatten(sec.struct, [Array._wrap(p) for p in out])
+        if out is not None:
+            self.replays += 1
+        return out
 
     # ---- first call: run the body and keep the section ------------------------------------
     def _record(self, key, inputs, args, kwargs, q, executor, site):
@@ -375,7 +374,7 @@ class Macro:
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None:
             from ..executors import direct
-            sec.direct = (settings.direct_replay and direct.plan(sec, seq, ports, executor)) \
+            sec.direct = (settings.direct_replay and direct.plan(sec, seq, ports, executor, Array._wrap)) \
                 or False
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)
