@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 import threading
 
+import numpy as np
+
 from .. import proggen, stats
 from ..caches import keys, macro_cache, trace_cache
 from ..proggen import sequence
@@ -119,6 +121,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         if getattr(executor, "in_order", False) and not es_mod.keep_graph:
             seq.mark_transient()
         drop_dead_scratch(seq.dead)
+        pool_scratch(entries)
         if placed is not None:
             placement.start(seq, placed, executor)
         prof = collector._active
@@ -160,6 +163,26 @@ def drop_dead_scratch(dead):
     for p in dead:
         if is_update(p) and is_scratch(p.inputs[0]) and p.inputs[0].nrefs <= 0:
             p.inputs[0].value = None
+
+
+def pool_scratch(entries):
+    """The scratch buffers of this flush that a kernel will write (the dead ones are gone):
+    each large one is swapped for a buffer of the host pool (executors/base.py ``HostPool``)
+    before any kernel sees it. The buffer ``np.empty`` gave at record time is untouched, so
+    dropping it costs nothing, while a fresh heap buffer would fault its pages in as the
+    pieces write it: a wave loop records three per step, one of them written."""
+    from ..executors.base import HostPool, host_pool
+    seen = set()
+    for e in entries:
+        if e[0] != "compute" or not is_update(e[1]):
+            continue
+        b = e[1].inputs[0]
+        if not is_scratch(b) or b.id in seen:
+            continue
+        seen.add(b.id)
+        v = b.value
+        if type(v) is np.ndarray and v.base is None and v.nbytes >= HostPool.MIN_BYTES:
+            b.value = host_pool.take(v.nbytes).view(v.dtype).reshape(v.shape)
 
 
 def submit_replay(seq, ports, executor):
