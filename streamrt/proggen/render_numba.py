@@ -29,9 +29,9 @@ _NPNAME: dict = {}
 # that without reassociation), and the folding loop is not bound by one add's latency.
 # Softmax's exp-and-sum kernel: ~2x.
 BLOCK, LANES = 256, 4
-# Full one-axis reductions (no kept axis; rows keep the blocks above) go further: the element
-# loop runs in groups of SPAN consecutive elements, unrolled, element ``bb + ll`` of a group
-# updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
+# Full one-axis reductions (no kept axis; rows keep the blocks above) over a light body
+# (UNROLL_COST below) go further: the element loop runs in groups of SPAN consecutive
+# elements, unrolled, element ``bb + ll`` of a group updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
 # registers (program_cache compiles streamrt's kernels with it on: Numba leaves it off by
 # default). The lanes are folded pairwise, then the last ``(hi - lo) % SPAN`` elements are
 # added in order: NumPy's pairwise_sum for up to 128 elements, to the last bit. sum(x*x) with
@@ -40,6 +40,7 @@ BLOCK, LANES = 256, 4
 # be faster again (1.7 ms) but no longer NumPy's order. max/min compare with ``|``, not
 # ``or``: a short-circuit is a branch, which LLVM does not vectorise.
 SPAN = 8
+UNROLL_COST = 16        # the most a body may cost (ops.py ``cost``, summed) to be unrolled
 
 
 def npname(dt):
@@ -119,7 +120,12 @@ def render(k):
     # the n-body step's three sums per body over a sqrt-and-divide body took 17 -> 26 ms
     # with lanes (the group loop is not vectorised there), and rows have many tasks anyway
     argm = any(p.op in ("argmax", "argmin") for p in k.reductions)
-    spans = red and len(k.red) == 1 and nk == 0 and not argm
+    # ... and only while the body is light: eight copies of a heavy one (Black-Scholes'
+    # exp/log/erf, a counter-based generator) compiled 3-6x slower with SLP and ran slower
+    # than the blocks, whose element loop LLVM vectorises whole (Black-Scholes with its mean:
+    # 11.8 ms in blocks, 27 ms unrolled)
+    spans = red and len(k.red) == 1 and nk == 0 and not argm and \
+        sum(getattr(OPS.get(p.op), "cost", 1) for p in k.ops if p.kind == "map") <= UNROLL_COST
     if red and len(k.red) == 1 and not spans and not argm:
         # blocked reduction: a (threads, BLOCK) scratch per reduction, passed by the executor
         # (numba.get_num_threads() in a kernel would make it uncacheable)
