@@ -490,20 +490,25 @@ def render_rows(k):
             for line in body:
                 src(3, line)
             continue
-        for j, p in reds:
-            acc_dt = reduce_params(p)[3]
-            init = REDUCTIONS[p.op].init(acc_dt)
-            for lane in range(LANES):
-                src(2, f"acc{j}{'' if lane == 0 else f'_{lane}'} = {npname(acc_dt)}({init})")
-        src(2, f"for bb in range(0, nr0, {BLOCK}):")
-        src(3, f"be = min(bb + {BLOCK}, nr0)")
-        src(3, "for r0 in range(bb, be):")
-        for line in body:
-            src(4, line)
-        for j, p in reds:
-            v, vdt = local[p.inputs[0].id]
-            src(4, f"tbs{j}[tid, r0 - bb] = {cast(v, vdt, _block_dtype(p))}")
-        _fold_block(src, k, reds)
+        if sum(getattr(OPS.get(p.op), "cost", 1) for p in ops if p.kind == "map") \
+                <= UNROLL_COST:
+            _row_lanes(src, body, reds, local)      # a light phase: unrolled lanes (SLP)
+        else:
+            for j, p in reds:
+                acc_dt = reduce_params(p)[3]
+                init = REDUCTIONS[p.op].init(acc_dt)
+                for lane in range(LANES):
+                    src(2, f"acc{j}{'' if lane == 0 else f'_{lane}'} = "
+                           f"{npname(acc_dt)}({init})")
+            src(2, f"for bb in range(0, nr0, {BLOCK}):")
+            src(3, f"be = min(bb + {BLOCK}, nr0)")
+            src(3, "for r0 in range(bb, be):")
+            for line in body:
+                src(4, line)
+            for j, p in reds:
+                v, vdt = local[p.inputs[0].id]
+                src(4, f"tbs{j}[tid, r0 - bb] = {cast(v, vdt, _block_dtype(p))}")
+            _fold_block(src, k, reds)
         for j, p in reds:
             _, _, out_dt, acc_dt = reduce_params(p)
             val = f"acc{j} / rtot" if p.op == "mean" else f"acc{j}"
@@ -517,6 +522,43 @@ def render_rows(k):
                 per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
+
+
+def _row_lanes(src, body, reds, local):
+    """A light row phase with reductions ``reds`` ((j, port)): the row in unrolled groups of
+    SPAN elements into scalar lanes, folded pairwise, then the rest of the row -- as a light
+    full reduction (render); ``acc{j}`` holds each result. Softmax's row max and layer norm's
+    mean and variance: the block scheme copied each value to its block before folding it in
+    four scalar lanes."""
+    for j, p in reds:
+        acc_dt = reduce_params(p)[3]
+        init = REDUCTIONS[p.op].init(acc_dt)
+        for ll in range(SPAN):
+            src(2, f"w{j}_{ll} = {npname(acc_dt)}({init})")
+    src(2, f"nl = nr0 // {SPAN} * {SPAN}")
+    src(2, f"for bb in range(0, nl, {SPAN}):")
+    for ll in range(SPAN):
+        src(3, f"r0 = bb + {ll}")
+        for line in body:
+            src(3, line)
+        for j, p in reds:
+            w = f"w{j}_{ll}"
+            src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
+    for j, p in reds:
+        acc_dt = reduce_params(p)[3]
+        comb = REDUCTIONS[p.op].combine
+        names = [f"w{j}_{ll}" for ll in range(SPAN)]
+        while len(names) > 1:
+            for a, b in zip(names[::2], names[1::2]):
+                e = comb.format(acc=a, v=b)
+                src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
+            names = names[::2]
+        src(2, f"acc{j} = {names[0]}")
+    src(2, "for r0 in range(nl, nr0):")
+    for line in body:
+        src(3, line)
+    for j, p in reds:
+        src(3, f"acc{j} = {_acc_update(p, f'acc{j}', _red_value(p, local))}")
 
 
 def source_key(source: str) -> str:
