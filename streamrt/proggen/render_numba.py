@@ -29,8 +29,9 @@ _NPNAME: dict = {}
 # that without reassociation), and the folding loop is not bound by one add's latency.
 # Softmax's exp-and-sum kernel: ~2x.
 BLOCK, LANES = 256, 4
-# One-axis reductions over a light body (UNROLL_COST below) go further: the element loop runs in groups of SPAN consecutive
-# elements, unrolled, element ``bb + ll`` of a group updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
+# One-axis reductions over a light body (UNROLL_COST below) go further: the element loop
+# runs in groups of SPAN consecutive elements, unrolled, element ``bb + ll`` of a group
+# updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
 # registers (program_cache compiles streamrt's kernels with it on: Numba leaves it off by
 # default). The lanes are folded pairwise, then the last ``(hi - lo) % SPAN`` elements are
 # added in order: NumPy's pairwise_sum for up to 128 elements, to the last bit. sum(x*x) with
