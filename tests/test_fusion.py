@@ -325,6 +325,33 @@ def test_parallel_kernels_and_chunked_reductions(executor, stats):
     assert stats()["kernel_splits"] == 0
 
 
+@pytest.mark.parametrize("serial", [True, False])
+def test_leading_axis_reductions_of_c_ordered_arrays(executor, stats, serial):
+    """sum/mean/max/min over axis 0 of a C-ordered matrix (the Numba kernel walks the rows in
+    order over runs of columns: render_numba._column_path), of a slice, with a per-row factor
+    and NaN -- NumPy's results; fewer than 32 columns and a transposed input take the general
+    loop and agree too."""
+    rng = np.random.default_rng(16)
+    m = rng.uniform(-1, 1, (300, 700))
+    m[17, 5] = np.nan
+    w = rng.uniform(0.5, 2, 300)
+    t = rng.uniform(-1, 1, (40, 20)).astype(np.float32)
+    with ps.config.override(serial_elements=N if serial else 0):
+        M, W, T = ps.asarray(m), ps.asarray(w), ps.asarray(t)
+        rs = [M.sum(axis=0), M.max(axis=0), (M[3:250, 100:650] * 2.0).mean(axis=0),
+              (M * W[:, None]).sum(axis=0), ps.abs(M).min(axis=0), T.sum(axis=0),
+              T.T.sum(axis=0), T[:, :10].max(axis=0)]
+        got = [r.numpy() for r in rs]
+    want = [m.sum(0), m.max(0), (m[3:250, 100:650] * 2.0).mean(0), (m * w[:, None]).sum(0),
+            np.abs(m).min(0), t.sum(0, dtype=np.float64).astype(np.float32),
+            t.T.sum(0, dtype=np.float64).astype(np.float32),
+            t[:, :10].max(0)]
+    for i, (g, e) in enumerate(zip(got, want)):
+        assert_same(g, e, ulps=8, rtol=1e-12 if g.dtype == np.float64 else 1e-6,
+                    what=f"result {i}")
+    assert stats()["kernel_splits"] == 0
+
+
 def test_no_fusion_setting_runs_one_kernel_per_op(stats):
     a = _f32(seed=16)
     x = ps.asarray(a)

@@ -41,6 +41,7 @@ BLOCK, LANES = 256, 4
 # ``or``: a short-circuit is a branch, which LLVM does not vectorise.
 SPAN = 8
 UNROLL_COST = 16        # the most a body may cost (ops.py ``cost``, summed) to be unrolled
+COLUMNS = 256           # kept indices per task of a leading-axis reduction (_column_path)
 
 
 def npname(dt):
@@ -194,6 +195,8 @@ def render(k):
         ie = index([iname[0]] + terms(iv, iname[1])) if iname else None
         emit_element(1 + nk, idx, ie)
     else:
+        if spans and nk == 1 and nr == 1 and not k.stores and not iname and nload:
+            _column_path(src, k, names, nload, body, local)
         kdims = "*".join(kept_n) if kept_n else "1"
         src(1, f"K = {kdims}")
         src(1, "for t in prange(K * C):")
@@ -521,6 +524,53 @@ def render_rows(k):
                 per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
+
+
+def _column_path(src, k, names, nload, body, local):
+    """A light reduction over the leading axis of a C-ordered array (``x.sum(axis=0)``: the
+    reduced stride is not 1, the kept one is): when the strides at run time say so, each task
+    takes COLUMNS kept indices and walks the rows in order, adding each row's slice into a
+    local accumulator row -- the inner loop runs along memory and vectorises. The element
+    order per column is NumPy's for an axis-0 reduction (row after row). The general loop
+    (one task per kept index striding down the rows) stays for other layouts. 4096 x 2048
+    float32 ``sum(axis=0)``: 21 -> ~1 ms (NumPy 0.8 ms)."""
+    rs0, ks0 = names[0][2][0], names[0][1][0]
+    if rs0 in ("0", "1") or ks0 == "0" or any(int(a.kept[0]) < 0 or int(a.red[0]) < 0
+                                               for a in k.loads):
+        return
+    unit = [ks[0] for _, ks, _ in names[:nload] if ks[0] not in ("0", "1")]
+    src(1, f"if nk0 >= 32 and {rs0} != 1{''.join(f' and {s} == 1' for s in unit)}:")
+    src(2, f"NT = (nk0 + {COLUMNS - 1}) // {COLUMNS}")
+    src(2, "for t in prange(NT):")
+    src(3, f"k0 = t * {COLUMNS}")
+    src(3, f"n = min({COLUMNS}, nk0 - k0)")
+    for j, p in enumerate(k.reductions):
+        acc_dt = reduce_params(p)[3]
+        src(3, f"cv{j} = np.full({COLUMNS}, {npname(acc_dt)}({REDUCTIONS[p.op].init(acc_dt)}))")
+    src(3, "for r0 in range(nr0):")
+    for ai in range(nload):          # this row's run of the task's columns, as a view
+        off, ks, rs = names[ai]
+        base = " + ".join([off] + terms(["r0"], rs))
+        if ks[0] == "0":
+            src(4, f"x{ai} = a{ai}[{base}]")           # one value per row
+        else:
+            src(4, f"c{ai} = a{ai}[{base} + k0:]")
+    src(4, "for jj in range(n):")
+    for ai in range(nload):
+        if names[ai][1][0] != "0":
+            src(5, f"x{ai} = c{ai}[jj]")
+    for line in body:
+        src(5, line)
+    for j, p in enumerate(k.reductions):
+        w = f"cv{j}[jj]"
+        src(5, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
+    src(3, "for jj in range(n):")
+    for j, p in enumerate(k.reductions):
+        _, _, out_dt, acc_dt = reduce_params(p)
+        v = f"cv{j}[jj]"
+        src(4, f"ro{j}[k0 + jj] = {npname(out_dt)}({v} / rtot)" if p.op == "mean" else
+            f"ro{j}[k0 + jj] = {cast(v, acc_dt, out_dt)}")
+    src(2, "return")
 
 
 def _row_lanes(src, body, reds, local):
