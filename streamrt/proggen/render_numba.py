@@ -250,18 +250,7 @@ def render(k):
                 for j, p in enumerate(k.reductions):
                     w = f"w{j}_{ll}"
                     src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
-            # the lanes pairwise, ((0+1)+(2+3))+((4+5)+(6+7)), then the tail in order: NumPy's
-            # pairwise_sum for up to 128 elements, to the last bit
-            for j, p in enumerate(k.reductions):
-                _, _, _, acc_dt = reduce_params(p)
-                comb = REDUCTIONS[p.op].combine
-                names = [f"w{j}_{ll}" for ll in range(SPAN)]
-                while len(names) > 1:
-                    for a, b in zip(names[::2], names[1::2]):
-                        e = comb.format(acc=a, v=b)
-                        src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
-                    names = names[::2]
-                src(2, f"acc{j} = {names[0]}")
+            _fold_lanes(src, enumerate(k.reductions))
             src(2, "for r0 in range(nl, hi):")
             depth = 3
         elif blocked:
@@ -526,6 +515,22 @@ def render_rows(k):
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
 
 
+def _fold_lanes(src, reds):
+    """``acc{j}`` = the SPAN lanes ``w{j}_*`` of each reduction in ``reds`` ((j, port)),
+    pairwise, ((0+1)+(2+3))+((4+5)+(6+7)): with the tail added after it, NumPy's pairwise_sum
+    for up to 128 elements, to the last bit."""
+    for j, p in reds:
+        acc_dt = reduce_params(p)[3]
+        comb = REDUCTIONS[p.op].combine
+        names = [f"w{j}_{ll}" for ll in range(SPAN)]
+        while len(names) > 1:
+            for a, b in zip(names[::2], names[1::2]):
+                e = comb.format(acc=a, v=b)
+                src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
+            names = names[::2]
+        src(2, f"acc{j} = {names[0]}")
+
+
 def _column_path(src, k, names, nload, body, local):
     """A light reduction over the leading axis of a C-ordered array (``x.sum(axis=0)``: the
     reduced stride is not 1, the kept one is): when the strides at run time say so, each task
@@ -593,16 +598,7 @@ def _row_lanes(src, body, reds, local):
         for j, p in reds:
             w = f"w{j}_{ll}"
             src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
-    for j, p in reds:
-        acc_dt = reduce_params(p)[3]
-        comb = REDUCTIONS[p.op].combine
-        names = [f"w{j}_{ll}" for ll in range(SPAN)]
-        while len(names) > 1:
-            for a, b in zip(names[::2], names[1::2]):
-                e = comb.format(acc=a, v=b)
-                src(2, f"{a} = {cast(e, None, acc_dt) if acc_dt != D.bool_ else e}")
-            names = names[::2]
-        src(2, f"acc{j} = {names[0]}")
+    _fold_lanes(src, reds)
     src(2, "for r0 in range(nl, nr0):")
     for line in body:
         src(3, line)
