@@ -2,6 +2,7 @@
 worker thread that runs launched programs in order and reports completion to the E-Scheduler."""
 from __future__ import annotations
 
+import math
 import queue
 import sys
 import threading
@@ -89,11 +90,6 @@ class HostPool:
                 self.total += nbytes
             return b
 
-    def clear(self):
-        with self.lock:
-            self.by_size.clear()
-            self.total = 0
-
 
 host_pool = HostPool()
 
@@ -115,10 +111,8 @@ class Executor:
     # ---- memory --------------------------------------------------------------------------
     def alloc(self, shape, dtype):
         dtype = np.dtype(dtype)
-        n = dtype.itemsize
-        for d in shape:
-            n *= d
-        if n >= HostPool.MIN_BYTES and dtype.hasobject is False:
+        n = dtype.itemsize * math.prod(shape)
+        if n >= HostPool.MIN_BYTES and not dtype.hasobject:
             a = host_pool.take(n).view(dtype).reshape(shape)
         else:
             a = np.empty(shape, dtype)

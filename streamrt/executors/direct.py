@@ -94,10 +94,7 @@ class _Plan:
                           f"{pre}    sc = SC[{si}] = (C, tuple(kernel_partials(P{si}, "
                           f"{K} * C, {R0})))",
                           f"{pre}a = a + sc[1] + (C,)"]
-            lines += [f"{pre}if s in k.called:",
-                      f"{pre}    (k.serial if s else k.parallel)(*a)",
-                      f"{pre}else:",
-                      f"{pre}    call(k, s, a)"]
+            lines.append(f"{pre}call(k, s, a)")
         lines += ["    except Exception:  # the general path splits, falls back and counts",
                   f"        return {fail}",
                   "    plan.runs += 1"]
@@ -114,17 +111,19 @@ class Plan(_Plan):
     call's Arrays (recipes ``I``), its constants frozen at the recording (``F``)."""
     __slots__ = ("outputs", "inputs", "recipes", "run")
 
-    def __init__(self, steps, slots, elements, outputs, inputs, recipes, nnew, struct, wrap):
+    def __init__(self, steps, slots, elements, outputs, inputs, recipes, nnew, struct, wrap,
+                 unflatten):
         super().__init__(steps, slots, elements,
                          (("ops_recorded", nnew), ("flushes", 1), ("macro_cache_hits", 1)))
         self.outputs = outputs      # per section output: ("in", k) | ("slot", j) | ("port", p)
         self.inputs = inputs        # input positions whose ports are read
         self.recipes = recipes      # per slot: the recipe of the port it becomes
         # run(inputs, q, executor): the call's result -- the section's outputs as Arrays
-        # (``wrap``) in the body's structure (``struct``, frontend/macro.py) -- or None: take
+        # (``wrap``) in the body's structure (``struct``, rebuilt by frontend/macro.py's
+        # ``unflatten``) -- or None: take
         # the general path (an input not yet computed, the pipeline busy, the kernel raised).
         # Generated straight-line code: this is the whole of a small replay's time.
-        g = {"Port": Port, "W": wrap}
+        g = {"Port": Port, "W": wrap, "unflatten": unflatten, "struct": struct}
         head = ["def run(inputs, q, executor):"]
         for j, k in enumerate(inputs):
             head += [f"    x = inputs[{k}]._port",
@@ -148,27 +147,9 @@ class Plan(_Plan):
                               f"    o{x} = Port(k, o, d, s, (), a, t, q, b{x}, None, l)",
                               f"    o{x}.state = DONE"]
                 names.append(f"o{x}")
-        lines.append(f"    return {_struct_source(struct, names, g)}")
+        leaves = "".join(f"W({n}), " for n in names)
+        lines.append(f"    return unflatten(struct, ({leaves}))")
         self.run = _compile(lines, g, "run")
-
-
-def _struct_source(struct, names, g):
-    """An expression building the body's output structure (frontend/macro.py ``_flatten``)
-    from its leaves ``names`` (port expressions, wrapped by ``W``)."""
-    tag, v = struct
-    if tag == "A":
-        return f"W({names[v]})"
-    if tag in ("T", "L"):
-        items = "".join(_struct_source(x, names, g) + ", " for x in v)
-        return f"({items})" if tag == "T" else f"[{items}]"
-    if tag == "D":
-        parts = []
-        for k, x in v:
-            g[f"key{len(g)}"] = k
-            parts.append(f"key{len(g) - 1}: {_struct_source(x, names, g)}")
-        return "{" + ", ".join(parts) + "}"
-    g[f"const{len(g)}"] = v
-    return f"const{len(g) - 1}"
 
 
 class TracePlan(_Plan):
@@ -256,7 +237,7 @@ def _steps(seq, ports, output_ok, load_source, scalar_source):
     return tuple(steps), tuple(slots), slot_of, elements
 
 
-def plan(sec, seq, ports, executor, wrap):
+def plan(sec, seq, ports, executor, wrap, unflatten):
     """The direct plan of macro section ``sec`` (``seq`` and ``ports``: its first replay's
     instantiated sequence, before submission), or None when it cannot have one."""
     if type(executor) is not CPUExecutor or sec.advance or not seq.programs:
@@ -294,7 +275,7 @@ def plan(sec, seq, ports, executor, wrap):
         else:
             return None
     return Plan(steps, slots, elements, outputs, list(used_inputs),
-                tuple(recipes[i] for i, _, _ in slots), sec.nnew, sec.struct, wrap)
+                tuple(recipes[i] for i, _, _ in slots), sec.nnew, sec.struct, wrap, unflatten)
 
 
 def trace_plan(t, seq, kports, executor):

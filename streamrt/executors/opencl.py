@@ -48,10 +48,15 @@ def _icd_vendors(base):
                         want[f] = fh.read()
         for f, text in want.items():
             path = os.path.join(d, f)
-            if not os.path.exists(path) or open(path).read() != text:
-                with open(path + ".tmp", "w") as fh:
-                    fh.write(text)
-                os.replace(path + ".tmp", path)
+            try:
+                with open(path) as fh:
+                    if fh.read() == text:
+                        continue
+            except OSError:
+                pass
+            with open(path + ".tmp", "w") as fh:
+                fh.write(text)
+            os.replace(path + ".tmp", path)
     except OSError:
         return
     os.environ["OCL_ICD_VENDORS"] = d
@@ -104,7 +109,8 @@ def list_devices():
 
 def choose_device(spec=""):
     """The device STREAMRT_OPENCL_DEVICE names ("P:D" platform and device index, or a name
-    substring); by default the first GPU, else the first device. None if there is none."""
+    substring); by default the first GPU, else PoCL, else another device -- the first whose
+    compiler builds a probe kernel. None if there is none."""
     devs = list_devices()
     if not devs:
         return None

@@ -374,8 +374,8 @@ class Macro:
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None:
             from ..executors import direct
-            sec.direct = (settings.direct_replay and direct.plan(sec, seq, ports, executor, Array._wrap)) \
-                or False
+            sec.direct = (settings.direct_replay and direct.plan(
+                sec, seq, ports, executor, Array._wrap, _unflatten)) or False
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)
 

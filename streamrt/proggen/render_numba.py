@@ -124,8 +124,7 @@ def render(k):
     # exp/log/erf, a counter-based generator) compiled 3-6x slower with SLP and ran slower
     # than the blocks, whose element loop LLVM vectorises whole (Black-Scholes with its mean:
     # 11.8 ms in blocks, 27 ms unrolled)
-    spans = red and len(k.red) == 1 and not argm and \
-        sum(getattr(OPS.get(p.op), "cost", 1) for p in k.ops if p.kind == "map") <= UNROLL_COST
+    spans = red and len(k.red) == 1 and not argm and _light(k.ops)
     if red and len(k.red) == 1 and not spans and not argm:
         # blocked reduction: a (threads, BLOCK) scratch per reduction, passed by the executor
         # (numba.get_num_threads() in a kernel would make it uncacheable)
@@ -219,9 +218,6 @@ def render(k):
             src(2, f"acc{j} = {npname(acc_dt)}({init})")
             if p.op in ("argmax", "argmin"):
                 src(2, f"acci{j} = -1")
-            if spans:
-                for ll in range(SPAN):
-                    src(2, f"w{j}_{ll} = {npname(acc_dt)}({init})")
             if blocked:
                 for lane in range(1, LANES):
                     src(2, f"acc{j}_{lane} = {npname(acc_dt)}({init})")
@@ -240,18 +236,9 @@ def render(k):
                 src(2, f"x{ai} = {arr[ai]}[{idx[ai]}]")
                 hoisted.add(ai)
         ie = index(["bi"] + terms(rv, iname[2])) if iname else None
-        if spans:
-            # groups of SPAN elements, element bb + ll into lane ll; then the tail, scalar
-            src(2, f"nl = lo + (hi - lo) // {SPAN} * {SPAN}")
-            src(2, f"for bb in range(lo, nl, {SPAN}):")
-            for ll in range(SPAN):              # the group unrolled: SLP packs the lanes
-                src(3, f"r0 = bb + {ll}")
-                emit_element(3, idx, ie)
-                for j, p in enumerate(k.reductions):
-                    w = f"w{j}_{ll}"
-                    src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
-            _fold_lanes(src, enumerate(k.reductions))
-            src(2, "for r0 in range(nl, hi):")
+        if spans:                       # lanes, then the tail loop the code below fills
+            _lanes(src, list(enumerate(k.reductions)), local, "lo", "hi",
+                   lambda d: emit_element(d, idx, ie))
             depth = 3
         elif blocked:
             src(2, f"for bb in range(lo, hi, {BLOCK}):")
@@ -481,9 +468,14 @@ def render_rows(k):
             for line in body:
                 src(3, line)
             continue
-        if sum(getattr(OPS.get(p.op), "cost", 1) for p in ops if p.kind == "map") \
-                <= UNROLL_COST:
-            _row_lanes(src, body, reds, local)      # a light phase: unrolled lanes (SLP)
+        if _light(ops):
+            # a light phase in lanes, as a light reduction kernel (softmax's row max, layer
+            # norm's mean and variance; blocks copied each value before folding it)
+            _lanes(src, reds, local, "0", "nr0", lambda d: [src(d, line) for line in body])
+            for line in body:
+                src(3, line)
+            for j, p in reds:
+                src(3, f"acc{j} = {_acc_update(p, f'acc{j}', _red_value(p, local))}")
         else:
             for j, p in reds:
                 acc_dt = reduce_params(p)[3]
@@ -513,6 +505,35 @@ def render_rows(k):
                 per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
+
+
+def _light(ops):
+    """Whether a reduction over the map ops among ``ops`` is unrolled into lanes (SPAN):
+    their summed cost (ops.py) is at most UNROLL_COST."""
+    return sum(OPS[p.op].cost for p in ops if p.kind == "map") <= UNROLL_COST
+
+
+def _lanes(src, reds, local, lo, hi, emit):
+    """Reductions ``reds`` ((j, port)) over ``lo <= r0 < hi`` in unrolled groups of SPAN
+    elements, element ``bb + ll`` updating the scalar lane ``w{j}_{ll}`` (``emit(depth)``
+    writes the element's body), the lanes folded into ``acc{j}``; then the header of the tail
+    loop ``for r0 in range(nl, hi)``, whose body (at depth 3) the caller writes."""
+    for j, p in reds:
+        acc_dt = reduce_params(p)[3]
+        init = REDUCTIONS[p.op].init(acc_dt)
+        for ll in range(SPAN):
+            src(2, f"w{j}_{ll} = {npname(acc_dt)}({init})")
+    n = hi if lo == "0" else f"{lo} + ({hi} - {lo})"
+    src(2, f"nl = {n} // {SPAN} * {SPAN}")
+    src(2, f"for bb in range({lo}, nl, {SPAN}):")
+    for ll in range(SPAN):                  # the group unrolled: SLP packs the lanes
+        src(3, f"r0 = bb + {ll}")
+        emit(3)
+        for j, p in reds:
+            w = f"w{j}_{ll}"
+            src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
+    _fold_lanes(src, reds)
+    src(2, f"for r0 in range(nl, {hi}):")
 
 
 def _fold_lanes(src, reds):
@@ -576,34 +597,6 @@ def _column_path(src, k, names, nload, body, local):
         src(4, f"ro{j}[k0 + jj] = {npname(out_dt)}({v} / rtot)" if p.op == "mean" else
             f"ro{j}[k0 + jj] = {cast(v, acc_dt, out_dt)}")
     src(2, "return")
-
-
-def _row_lanes(src, body, reds, local):
-    """A light row phase with reductions ``reds`` ((j, port)): the row in unrolled groups of
-    SPAN elements into scalar lanes, folded pairwise, then the rest of the row -- as a light
-    full reduction (render); ``acc{j}`` holds each result. Softmax's row max and layer norm's
-    mean and variance: the block scheme copied each value to its block before folding it in
-    four scalar lanes."""
-    for j, p in reds:
-        acc_dt = reduce_params(p)[3]
-        init = REDUCTIONS[p.op].init(acc_dt)
-        for ll in range(SPAN):
-            src(2, f"w{j}_{ll} = {npname(acc_dt)}({init})")
-    src(2, f"nl = nr0 // {SPAN} * {SPAN}")
-    src(2, f"for bb in range(0, nl, {SPAN}):")
-    for ll in range(SPAN):
-        src(3, f"r0 = bb + {ll}")
-        for line in body:
-            src(3, line)
-        for j, p in reds:
-            w = f"w{j}_{ll}"
-            src(3, f"{w} = {_acc_update(p, w, _red_value(p, local))}")
-    _fold_lanes(src, reds)
-    src(2, "for r0 in range(nl, nr0):")
-    for line in body:
-        src(3, line)
-    for j, p in reds:
-        src(3, f"acc{j} = {_acc_update(p, f'acc{j}', _red_value(p, local))}")
 
 
 def source_key(source: str) -> str:

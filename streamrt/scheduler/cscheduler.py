@@ -14,6 +14,7 @@ from ..proggen import sequence
 from ..proggen.kernel import is_update
 from ..profiler import collector
 from ..config import settings
+from ..executors.base import HostPool, host_pool
 from . import escheduler as es_mod
 from . import placement
 from . import workqueue as _wq
@@ -171,7 +172,6 @@ def pool_scratch(entries):
     before any kernel sees it. The buffer ``np.empty`` gave at record time is untouched, so
     dropping it costs nothing, while a fresh heap buffer would fault its pages in as the
     pieces write it: a wave loop records three per step, one of them written."""
-    from ..executors.base import HostPool, host_pool
     seen = set()
     for e in entries:
         if e[0] != "compute" or not is_update(e[1]):
