@@ -325,6 +325,27 @@ def test_parallel_kernels_and_chunked_reductions(executor, stats):
     assert stats()["kernel_splits"] == 0
 
 
+def test_heavy_reductions_over_chunks_and_blocks(executor):
+    """Heavy bodies (blocked reductions) and light ones (lanes) over tasks that start inside
+    the reduced axis (serial_elements=0: a long axis is cut into chunks; each task indexes from
+    its own start, and each block from the block's), forwards and through a reversed view;
+    and argmax, whose index is the absolute one."""
+    rng = np.random.default_rng(17)
+    b = rng.uniform(-1, 1, 200_003)
+    m = rng.uniform(-1, 1, (3, 70_001))
+    with ps.config.override(serial_elements=0):
+        x, M = ps.asarray(b), ps.asarray(m)
+        rs = [ps.sum(ps.exp(ps.sin(x))), ps.sum(ps.exp(ps.sin(x[::-1])) * x),
+              ps.mean(ps.exp(ps.cos(M)), axis=1), ps.sum(ps.exp(M[:, ::-1]) * M, axis=1),
+              ps.sum(x * x), ps.argmax(ps.exp(x[::-1])), ps.argmin(M[:, 5:], axis=1)]
+        got = [r.numpy() for r in rs]
+    want = [np.exp(np.sin(b)).sum(), (np.exp(np.sin(b[::-1])) * b).sum(),
+            np.exp(np.cos(m)).mean(axis=1), (np.exp(m[:, ::-1]) * m).sum(axis=1),
+            (b * b).sum(), np.exp(b[::-1]).argmax(), m[:, 5:].argmin(axis=1)]
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_same(g, w, ulps=0, rtol=1e-12, what=f"result {i}")
+
+
 @pytest.mark.parametrize("serial", [True, False])
 def test_leading_axis_reductions_of_c_ordered_arrays(executor, stats, serial):
     """sum/mean/max/min over axis 0 of a C-ordered matrix (the Numba kernel walks the rows in

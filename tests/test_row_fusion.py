@@ -208,3 +208,22 @@ def test_column_views_of_a_reduction(stats):
     m = x.max(axis=1)
     assert_same(x - m[::-1][:, None], a - a.max(axis=1)[::-1][:, None])
     assert stats()["kernels_launched"] == 2
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_rows_longer_than_a_block(flip, stats):
+    """Rows of several blocks (render_numba.BLOCK) plus a tail, forwards and reversed: the heavy
+    phase indexes each block from its start (views and row buffers), and the values it keeps
+    (the exponentials, stored and reused by the last phase) land at the right columns."""
+    a = _data((ROWS, 3 * 256 + 37), np.float64, 4)
+    x = ps.asarray(a)[:, ::-1] if flip else ps.asarray(a)
+    ref = a[:, ::-1] if flip else a
+    ps.reset_stats()
+    mx = ps.max(x, axis=1, keepdims=True)
+    e = ps.exp(ps.sin(x) * 2.0 - mx)
+    s = ps.sum(e, axis=1, keepdims=True)
+    y = e / s
+    want_e = np.exp(np.sin(ref) * 2.0 - ref.max(axis=1, keepdims=True))
+    assert_same(y, want_e / want_e.sum(axis=1, keepdims=True), rtol=1e-13)
+    assert_same(e, want_e, rtol=1e-14)
+    assert stats()["kernels_launched"] == 1
