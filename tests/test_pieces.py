@@ -144,3 +144,41 @@ def test_concatenated_copy_is_not_made(stats):
     z = ps.concatenate([sa, sb]) * 2.0
     assert_same(z, np.concatenate([av[:100], bv[:50]]) * 2.0)
     assert stats()["kernels_launched"] == 3
+
+
+def _kernel_records(path):
+    import json
+    with open(path) as f:
+        return [r for r in map(json.loads, f) if r.get("t") == "ck"]
+
+
+def test_an_expression_over_rolled_arrays_is_one_kernel_per_interval(tmp_path):
+    """The pieces chain through the expression's temporaries: the whole stencil step is one
+    kernel per interval, and together they write the result once -- the sum of the rolls and
+    the other intermediates stay in registers (bytes written: the result's, nothing more)."""
+    from streamrt.frontend import array
+    assert array._TEMP_RC > 0           # temporaries are told apart on this interpreter
+    xv, yv = _rng(6).standard_normal(N), _rng(7).standard_normal(N)
+    x, y = _computed(xv), _computed(yv)
+    path = str(tmp_path / "step.stprof")
+    with ps.profile(path):
+        z = 2.0 * x - y + 0.25 * (ps.roll(x, 1) + ps.roll(x, -1) - 2.0 * x)
+        ps.sync()
+    assert_same(z, 2.0 * xv - yv + 0.25 * (np.roll(xv, 1) + np.roll(xv, -1) - 2.0 * xv),
+                ulps=4)
+    ck = _kernel_records(path)
+    assert len(ck) == 3
+    assert sum(r["bytes_out"] for r in ck) == N * 8
+
+
+def test_a_named_intermediate_is_read_whole(tmp_path):
+    """An operand held by a variable is not a temporary: the ops reading it read the assembled
+    array (which the program keeps), not its pieces -- and every value is NumPy's."""
+    xv = _rng(8).standard_normal(N)
+    x = _computed(xv)
+    s = ps.roll(x, 1) + ps.roll(x, -1)
+    t = s - 2.0 * x                     # s: named
+    u = (ps.roll(x, 2) - x) * 3.0       # the difference: a temporary, chained
+    assert_same(s, np.roll(xv, 1) + np.roll(xv, -1))
+    assert_same(t, np.roll(xv, 1) + np.roll(xv, -1) - 2.0 * xv)
+    assert_same(u, (np.roll(xv, 2) - xv) * 3.0)

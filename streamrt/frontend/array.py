@@ -3,6 +3,7 @@ Validation happens here, at record time, and errors name the user's file and lin
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from sys import _getframe
 
@@ -38,7 +39,8 @@ def _foreign_inputs(port, q):
 
 def _enqueue(port):
     if _PIECEWISE_DATA and port.kind == "map":
-        r = _pieces.lower(port)         # an input is a rolled array (frontend/pieces.py)
+        # an input is a rolled array (frontend/pieces.py)
+        r = _pieces.lower(port, getattr(_tls, "temps", ()))
         if r is not None:
             return r
     return _enqueue_plain(port)
@@ -738,6 +740,17 @@ def _binop(name, reflected=False):
         c = fr.f_code
         # the caller is the user's code (known not internal): its site without the walk
         site = CallSite(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
+        if _PIECEWISE_DATA and _TEMP_RC:
+            # which operands are temporaries of the caller's expression (held by its stack
+            # alone): their chained pieces may be read (frontend/pieces.py)
+            _tls.temps = (self._port.id if _getrefcount(self) == _TEMP_RC else None,
+                          other._port.id if type(other) is Array
+                          and _getrefcount(other) == _TEMP_RC else None)
+            try:
+                r = fast(self, other, site)
+                return r if r is not None else slow(self, other, site)
+            finally:
+                _tls.temps = ()
         r = fast(self, other, site)
         return r if r is not None else slow(self, other, site)
     f.__name__ = name
@@ -749,6 +762,29 @@ def _unop(name):
         return record_unary(name, self, callsite())
     f.__name__ = name
     return f
+
+
+def _temp_refcount():
+    """What ``sys.getrefcount`` reports, inside a binary-operator method built as ``_binop``'s
+    ``f``, for an operand only the caller's evaluation stack holds (NumPy's temporary
+    elision relies on the same count); 0 when a named operand is not told apart by it on this
+    interpreter (chaining is then off)."""
+    def f(self, other):
+        return _getrefcount(self), _getrefcount(other)
+
+    class Probe:
+        __add__ = __radd__ = f
+    t = Probe() + Probe()
+    a, b = Probe(), Probe()
+    n = a + b
+    r = 1.0 + Probe()
+    m = 1.0 + a
+    ok = t[0] == t[1] == r[0] and n[0] == n[1] == m[0] == t[0] + 1
+    return t[0] if ok else 0
+
+
+_getrefcount = sys.getrefcount
+_TEMP_RC = _temp_refcount()
 
 
 for _dunder, _name in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),

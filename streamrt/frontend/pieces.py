@@ -11,11 +11,17 @@ Inputs of the op that are not piecewise are cut into the same intervals: a slice
 for a small element-wise expression recorded in this flush, the expression recorded again
 over slices of its inputs (recomputed in the piece's kernel instead of stored and re-read).
 
-The assembled result is not itself treated as piecewise. Tried: chaining the pieces through
-the following ops saves the assembled buffer within one expression, but a result the program
-keeps (the next step's ``u``) is then read from its pieces' registers by the next step,
-whose first ops fuse into this step's kernels and are stored from there -- more traffic
-than the copy it saves (wave: 414 ms unchained, 917 ms chained).
+The assembled result is piecewise in turn (*chained*), but only for the rest of the
+expression that made it: an op reads its pieces only where the operand is a temporary -- an
+Array held by the caller's evaluation stack alone, told by its reference count in the operator
+method, as NumPy's temporary elision does (``_TEMP_RC`` in array.py; 0, chaining off, on an
+interpreter where the count does not tell). A whole periodic stencil step,
+``2u - u_prev + c2 (roll(u, 1) + roll(u, -1) - 2u)``, is then one kernel per interval writing
+only its result (wave: 136 -> 85 ms, the hand-written Numba loop 80). A result the program keeps
+(the next step's ``u``, a named variable) is read as the assembled array: reading its pieces
+there fused the next step's first ops into this step's kernels, stored from there (more
+traffic than the copy saved: 414 -> 917 ms when every result chained). A region write nobody
+reads (the assembled intermediates) is dead, and so is what only it read.
 
 Only arrays of at least ``MIN_ELEMENTS`` are cut: below that, kernel launches cost more than
 the copies. Counter-based random ops are never cut (their values depend on the flat index)."""
@@ -27,38 +33,55 @@ from ..ops import OPS
 from ..scheduler.workqueue import DEAD, NEW, Port, c_strides, scratch_port
 
 MIN_ELEMENTS = 1 << 16
+CHAIN = True            # chained results (off: only rolled and concatenated arrays, to compare)
 MAX_RECOMPUTE = 8          # ops of an input expression recorded again per piece
 
 # assembled port -> (axis, ((start, stop, source port), ...)) for its intervals in order
 PIECEWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def register(port, axis, pieces):
-    PIECEWISE[port] = (axis, tuple(pieces))
+def register(port, axis, pieces, chained=False):
+    """``port`` is assembled from ``pieces`` ((start, stop, source port) along ``axis``). A
+    chained result's sources are held weakly: the result may be kept for long (the next
+    step's ``u``) and must not keep its pieces' graph -- back to every earlier step -- alive."""
+    if chained:
+        pieces = [(a, b, weakref.ref(src)) for a, b, src in pieces]
+    PIECEWISE[port] = (axis, tuple(pieces), chained)
 
 
-def _usable(port):
-    """The pieces of ``port`` if they can still be read (nothing flushed in between)."""
+def _usable(port, temps=()):
+    """(axis, pieces) of ``port`` if they can still be read (nothing flushed in between);
+    those of a chained result only where it is an expression's temporary (``temps``: port
+    ids)."""
     e = PIECEWISE.get(port)
     if e is None or port.state != NEW:
         return None
-    for _, _, src in e[1]:
+    pieces = e[1]
+    if e[2]:
+        if port.id not in temps:
+            return None
+        pieces = tuple((a, b, r()) for a, b, r in pieces)
+        if any(src is None for _, _, src in pieces):
+            return None
+    for _, _, src in pieces:
         b = src.inputs[0] if src.kind == "view" else src
         if b.state == DEAD or src.state == DEAD:
             return None         # fused away in a flush since: never written
-    return e
+    return e[0], pieces
 
 
-def lower(port):
+def lower(port, temps=()):
     """The piecewise recording of map ``port`` (validated, not enqueued) as an Array, or None
-    when none of its inputs is a usable piecewise array of its shape."""
+    when none of its inputs is a usable piecewise array of its shape. ``temps``: the ids of
+    the inputs that are temporaries of the caller's expression (whose chained pieces may be
+    read)."""
     if port.size < MIN_ELEMENTS or OPS[port.op].counter:
         return None
     axis, cuts = None, set()
     for i in port.inputs:
         if i.shape != port.shape:
             continue
-        e = _usable(i)
+        e = _usable(i, temps)
         if e is None or (axis is not None and e[0] != axis):
             continue
         axis = e[0]
@@ -74,9 +97,12 @@ def lower(port):
     budget = [MAX_RECOMPUTE * (len(cuts) - 1)]
     subs = []
     for a, b in zip(cuts, cuts[1:]):
-        ins = tuple(_piece(i, port, axis, a, b, memo, budget) for i in port.inputs)
-        subs.append((a, _cut(port, axis, a, b, ins)))
-    return _assemble(port, axis, subs)
+        ins = tuple(_piece(i, port, axis, a, b, memo, budget, temps) for i in port.inputs)
+        subs.append((a, b, _cut(port, axis, a, b, ins)))
+    out = _assemble(port, axis, [(a, sub) for a, _, sub in subs])
+    if CHAIN:
+        register(out._port, axis, [(a, b, sub._port) for a, b, sub in subs], chained=True)
+    return out
 
 
 def _cut_shape(shape, axis, a, b):
@@ -100,7 +126,7 @@ def _slice(p, axis, a, b, site):
     return _view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
 
 
-def _piece(i, port, axis, a, b, memo, budget):
+def _piece(i, port, axis, a, b, memo, budget, temps=()):
     """Input ``i`` of ``port`` over the interval ``[a, b)`` of ``port``'s axis ``axis``."""
     if i.kind == "scalar":
         return i
@@ -112,7 +138,7 @@ def _piece(i, port, axis, a, b, memo, budget):
     if got is not None:
         return got
     r = None
-    e = _usable(i) if i.shape == port.shape else None
+    e = _usable(i, temps) if i.shape == port.shape else None
     if e is not None and e[0] == axis:
         for s, t, src in e[1]:
             if s <= a and b <= t:

@@ -25,6 +25,7 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 * ``{"t": "end", "wall": s}`` -- the last line."""
 from __future__ import annotations
 
+import math
 import os
 import platform
 import threading
@@ -109,7 +110,11 @@ class Collector:
                 bin_ += p.size * p.dtype.itemsize
             elements = max([p.size for p in prog.outputs] + [0])
         for p in prog.outputs:
-            bout += p.size * p.dtype.itemsize
+            # a region write (``u[1:-1] = ...``, an interval of a piecewise array) writes its
+            # region, not the whole array
+            n = math.prod(p.params[1]) if p.kind == "intrinsic" and p.op == "update" \
+                else p.size
+            bout += n * p.dtype.itemsize
         name = prog.describe()
         with self.lock:
             w = {}

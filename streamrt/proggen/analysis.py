@@ -38,8 +38,11 @@ def backward(ports):
 
 def forward(live_ports, consumers, group_of):
     """Which live ports must be written to memory: ports an Array still holds, ports read by
-    another program, bases of views. Everything else lives in registers only."""
+    another program, bases of views. Everything else lives in registers only. (A dead
+    consumer -- a region write into an array nothing reads, frontend/pieces.py -- reads
+    nothing.)"""
     stored = set()
+    live = {p.id for p in live_ports}
     for p in live_ports:
         if p.kind == "view":
             stored.add(p.inputs[0].id)
@@ -49,6 +52,8 @@ def forward(live_ports, consumers, group_of):
             continue
         g = group_of.get(p.id)
         for c in consumers[p.id]:
+            if c.id not in live:
+                continue
             if c.kind == "view" or group_of.get(c.id) != g or \
                     (c.kind == "intrinsic" and not is_update(c)):
                 stored.add(p.id)
