@@ -325,6 +325,37 @@ def test_parallel_kernels_and_chunked_reductions(executor, stats):
     assert stats()["kernel_splits"] == 0
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_and_min_see_every_nan(executor, dtype):
+    """A float max/min runs in lanes with a NaN flag per lane (render_numba._nan_lanes): a NaN
+    anywhere -- in a group of lanes, in the tail, in any chunk, in one row only -- makes the
+    result NaN; without one the result is the extreme value, and a tie of -0.0 and 0.0 keeps
+    the first seen, as NumPy does."""
+    n = 100_003                          # chunked (serial_elements=0) and a tail of 3
+    base = np.random.default_rng(18).uniform(-1, 1, n).astype(dtype)
+    cases = [base]
+    for pos in (0, 5, 8 * 1000 + 7, n // 2, n - 2, n - 1):
+        c = base.copy()
+        c[pos] = np.nan
+        cases.append(c)
+    rows = np.random.default_rng(19).uniform(-1, 1, (70, 203)).astype(dtype)
+    rows[3, 200] = np.nan                # in row 3's tail
+    rows[40, 9] = np.nan
+    zeros = np.array([-0.0, 0.0] * 9, dtype)
+    with ps.config.override(serial_elements=0):
+        got = [(float(ps.max(ps.asarray(c) * 2)), float(ps.min(ps.abs(ps.asarray(c)))))
+               for c in cases]
+        R = ps.asarray(rows)
+        rmax, rmin = (R * 1).max(axis=1).numpy(), (R - 1).min(axis=1).numpy()
+        z = float(ps.max(ps.asarray(zeros) + 0))
+    for c, (mx, mn) in zip(cases, got):
+        assert_same(np.array(mx), np.array(float(np.max(c * 2))))
+        assert_same(np.array(mn), np.array(float(np.min(np.abs(c)))))
+    assert_same(rmax, rows.max(axis=1))
+    assert_same(rmin, (rows - 1).min(axis=1))
+    assert np.signbit(z) == np.signbit(np.max(zeros + 0))
+
+
 def test_heavy_reductions_over_chunks_and_blocks(executor):
     """Heavy bodies (blocked reductions) and light ones (lanes) over tasks that start inside
     the reduced axis (serial_elements=0: a long axis is cut into chunks; each task indexes from
