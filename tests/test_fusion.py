@@ -368,11 +368,17 @@ def test_heavy_reductions_over_chunks_and_blocks(executor):
         x, M = ps.asarray(b), ps.asarray(m)
         rs = [ps.sum(ps.exp(ps.sin(x))), ps.sum(ps.exp(ps.sin(x[::-1])) * x),
               ps.mean(ps.exp(ps.cos(M)), axis=1), ps.sum(ps.exp(M[:, ::-1]) * M, axis=1),
-              ps.sum(x * x), ps.argmax(ps.exp(x[::-1])), ps.argmin(M[:, 5:], axis=1)]
+              ps.sum(x * x), ps.argmax(ps.exp(x[::-1])), ps.argmin(M[:, 5:], axis=1),
+              # integer and boolean accumulators: the plain loop (exact in any order)
+              ps.count_nonzero(ps.exp(ps.sin(x)) > 1.5), ps.sum((M * 1000).astype(np.int64),
+                                                                axis=1),
+              ps.max((x[::-1] * 1e6).astype(np.int32)), ps.any(ps.exp(M) > 2.7, axis=1)]
         got = [r.numpy() for r in rs]
     want = [np.exp(np.sin(b)).sum(), (np.exp(np.sin(b[::-1])) * b).sum(),
             np.exp(np.cos(m)).mean(axis=1), (np.exp(m[:, ::-1]) * m).sum(axis=1),
-            (b * b).sum(), np.exp(b[::-1]).argmax(), m[:, 5:].argmin(axis=1)]
+            (b * b).sum(), np.exp(b[::-1]).argmax(), m[:, 5:].argmin(axis=1),
+            np.count_nonzero(np.exp(np.sin(b)) > 1.5), (m * 1000).astype(np.int64).sum(axis=1),
+            (b[::-1] * 1e6).astype(np.int32).max(), np.any(np.exp(m) > 2.7, axis=1)]
     for i, (g, w) in enumerate(zip(got, want)):
         assert_same(g, w, ulps=0, rtol=1e-12, what=f"result {i}")
 
