@@ -64,7 +64,8 @@ class _Plan:
         for j, (_, shape, dt) in enumerate(self.slots):
             g[f"D{j}"] = dt
             lines.append(f"    b{j} = empty({tuple(shape)!r}, D{j})")
-            lines.append(f"    f{j} = b{j}.reshape(-1)")
+            # (a 1-D buffer is its own flat view: reshape costs ~0.1 us a call)
+            lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
         lines += ["    ser = settings.serial_elements",
                   "    try:",
                   "        with executor.run_lock:"]
@@ -130,7 +131,7 @@ class Plan(_Plan):
                      "    v = x.value",
                      "    if x.state != DONE or type(v) is not nd:",
                      "        return None",
-                     f"    i{j} = v.reshape(-1)"]
+                     f"    i{j} = v if v.ndim == 1 else v.reshape(-1)"]
         lines = self._source(g, head, "None")
         names = []
         for n, (kind, x) in enumerate(outputs):
@@ -148,7 +149,10 @@ class Plan(_Plan):
                               f"    o{x}.state = DONE"]
                 names.append(f"o{x}")
         leaves = "".join(f"W({n}), " for n in names)
-        lines.append(f"    return unflatten(struct, ({leaves}))")
+        if struct == ("T", tuple(("A", n) for n in range(len(names)))):
+            lines.append(f"    return ({leaves})")         # a flat tuple (saves ~0.4 us)
+        else:
+            lines.append(f"    return unflatten(struct, ({leaves}))")
         self.run = _compile(lines, g, "run")
 
 
@@ -177,7 +181,7 @@ class TracePlan(_Plan):
                      "    v = x.value",
                      "    if x.state != DONE or type(v) is not nd:",
                      "        return False",
-                     f"    p{i} = v.reshape(-1)"]
+                     f"    p{i} = v if v.ndim == 1 else v.reshape(-1)"]
         lines = self._source(g, head, "False")
         for j, (i, _, _) in enumerate(slots):
             lines += [f"    x = kp[{i}]",
