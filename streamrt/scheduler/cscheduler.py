@@ -209,8 +209,11 @@ def dispatch(seq, executor, inline=False):
         return
     f = flow()
     es = es_mod.get(f)
-    if inline and settings.inline_elements and max(map(sequence.elements, seq.programs), default=0) <= \
-            settings.inline_elements \
+    # (a read of the cold tier's NumPy interpreter runs here whatever its size: a first small
+    # computation then starts no executor thread -- one of the costs of a cold start)
+    if inline and settings.inline_elements and (
+            executor.name == "reference"
+            or max(map(sequence.elements, seq.programs), default=0) <= settings.inline_elements) \
             and f.try_idle():
         try:
             es.run_inline(seq, executor)

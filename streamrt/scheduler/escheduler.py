@@ -36,14 +36,25 @@ class EScheduler:
         # launched at once -- the executor runs its queue in order -- instead of waiting for a
         # completion message (two thread hand-offs per dependent program saved)
         self.queued = {}
+        # started by the first message: a script whose reads all run inline (small arrays, the
+        # cold tier) never starts it -- a thread start and its join at exit saved
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
-        self.thread.start()
+        self.started = False
+        self._start_lock = threading.Lock()
         self.launch_log = None     # tests may set a list: program launch order
+
+    def _post(self, msg):
+        if not self.started:
+            with self._start_lock:
+                if not self.started:
+                    self.thread.start()
+                    self.started = True
+        self.q.put(msg)
 
     # ---- application side ----------------------------------------------------------------
     def submit(self, seq, executor):
         stats.add("sequences_submitted")
-        self.q.put(("submit", seq, executor))
+        self._post(("submit", seq, executor))
 
     def wait(self, port):
         """Block until ``port`` is computed or failed (no busy-waiting)."""
@@ -92,7 +103,7 @@ class EScheduler:
                     if self.inline_waits else ()
                 self.inline_waits.difference_update(p.id for p in hit)
             if hit:
-                self.q.put(("inline_done", prog))
+                self._post(("inline_done", prog))
         if seq.timing is not None:
             placement.finish(seq)
         seq.programs = []
@@ -198,7 +209,7 @@ class EScheduler:
             seq = prog.seq
             if seq is not None and seq.timing is not None:
                 seq.timing.seconds += seconds
-        self.q.put(("complete", items))
+        self._post(("complete", items))
 
     def _complete(self, items):
         for prog, err, _ in items:
