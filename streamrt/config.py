@@ -74,6 +74,10 @@ FLAGS = {
                             "Linux/glibc: freed host buffers up to this size stay in the "
                             "process heap for reuse instead of being unmapped (0: malloc's "
                             "defaults); see docs/guide.md"),
+    "gc_freeze": Flag("STREAMRT_GC_FREEZE", True, _bool,
+                      "After each kernel is first compiled or loaded, collect garbage once and "
+                      "freeze the surviving objects (gc.freeze): Numba's object graph then no "
+                      "longer makes every full collection a ~70 ms stall; see docs/guide.md"),
     "serial_elements": Flag("STREAMRT_SERIAL_ELEMENTS", 1 << 15, int,
                             "Kernels over at most this many elements run single-threaded"),
     "profile": Flag("STREAMRT_PROFILE", "", str,

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+
 from helpers import child_env
 
 CHILD = r"""
@@ -66,3 +68,29 @@ def test_large_work_and_the_flag_off_compile_at_once(tmp_path):
         assert first["numba"], env
         for r in res["runs"]:
             _close(r["r"], res["want"], n)
+
+
+FIRST_READ = r"""
+import json, threading
+import numpy as np
+import streamrt as ps
+x = ps.asarray(np.linspace(0, 1, 100_000, dtype=np.float32))    # over inline_elements
+r = float(ps.sum(ps.sin(x) * 2.0 + 1.0))
+st = ps.runtime_stats()
+print(json.dumps({"r": r, "threads": sorted(t.name for t in threading.enumerate()),
+                  "inline": st["inline_sequences"], "interpreted": st["placements_interpreted"]}))
+"""
+
+
+def test_a_first_read_starts_no_runtime_thread(tmp_path):
+    """A script whose only read is interpreted by the cold tier runs it on its own thread,
+    whatever its size, and starts neither the E-Scheduler's thread nor an executor's (a
+    thread start and a join at exit: part of a cold start's cost)."""
+    p = subprocess.run([sys.executable, "-c", FIRST_READ], env=child_env(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["interpreted"] == 1 and res["inline"] == 1
+    assert res["threads"] == ["MainThread"]
+    x = np.linspace(0, 1, 100_000, dtype=np.float32)
+    assert abs(res["r"] - float(np.sum(np.sin(x) * 2.0 + 1.0))) <= 1e-2

@@ -199,3 +199,28 @@ def test_clear_caches_disk(tmp_path, stats):
     finally:
         ps.clear_caches()
         ps.config.set(cache_dir=previous)
+
+
+GC_CHILD = r"""
+import gc, json
+import numpy as np
+import streamrt as ps
+before = gc.get_freeze_count()
+x = ps.asarray(np.arange(100_000, dtype=np.float64))
+r = float((x * 2.0 + 1.0).sum())
+print(json.dumps({"before": before, "after": gc.get_freeze_count(), "r": r}))
+"""
+
+
+@pytest.mark.parametrize("flag", ["1", "0"])
+def test_first_kernel_load_freezes_the_collectors_objects(tmp_path, flag):
+    """STREAMRT_GC_FREEZE (default on): once a kernel is first called, the objects alive then
+    (Numba's, mostly) are moved out of the collector's scans; off, nothing is frozen."""
+    env = child_env(tmp_path, STREAMRT_GC_FREEZE=flag, STREAMRT_COLD_INTERPRET="0")
+    p = subprocess.run([sys.executable, "-c", GC_CHILD], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["before"] == 0
+    assert (res["after"] > 50_000) if flag == "1" else (res["after"] == 0)
+    assert res["r"] == float((np.arange(100_000) * 2.0 + 1.0).sum())
