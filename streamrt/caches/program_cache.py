@@ -178,7 +178,7 @@ def _freeze():
     """Collect, then move every surviving object to the collector's permanent generation
     (``gc.freeze``). Loading Numba and a first kernel leaves ~150,000 tracked objects (~20,000
     more per kernel), and every full collection scanned them all: ~70 ms, at a random step of
-    a loop (the wave benchmark's runs: 76-161 ms, 80-96 with the freeze). The collect first
+    a loop (the wave benchmark's runs: 76-161 ms, 80-108 with the freeze). The collect first
     frees what compiling left as cyclic garbage (~35,000 objects after the first kernel); it
     costs in proportion to the objects created since the last freeze. Objects alive now and
     turned into cyclic garbage later are not collected (STREAMRT_GC_FREEZE=0 keeps the

@@ -209,8 +209,10 @@ def dispatch(seq, executor, inline=False):
         return
     f = flow()
     es = es_mod.get(f)
-    # (a read of the cold tier's NumPy interpreter runs here whatever its size: a first small
-    # computation then starts no executor thread -- one of the costs of a cold start)
+    # (a read run by the NumPy interpreter -- the cold tier, or STREAMRT_BACKEND=reference --
+    # runs here whatever its size: NumPy would not use the executor thread's cores any
+    # better, and a script's first small computation then starts no runtime thread, one of
+    # the costs of a cold start)
     if inline and settings.inline_elements and (
             executor.name == "reference"
             or max(map(sequence.elements, seq.programs), default=0) <= settings.inline_elements) \
