@@ -66,7 +66,8 @@ FLAGS = {
                              "Traces kept in the trace cache (LRU; at most 16 per first call site)"),
     "inline_elements": Flag("STREAMRT_INLINE_ELEMENTS", 1 << 16, int,
                             "Sequences up to this many elements run on the calling thread when "
-                            "nothing is in flight (0: always asynchronous)"),
+                            "nothing is in flight and their kernels run single-threaded "
+                            "(STREAMRT_SERIAL_ELEMENTS) (0: always asynchronous)"),
     "direct_replay": Flag("STREAMRT_DIRECT_REPLAY", True, _bool,
                           "A macro replay whose kernels read computed inputs runs them from the "
                           "call when the pipeline is idle (no ports or E-Scheduler round)"),

@@ -419,3 +419,18 @@ def test_released_buffers_are_dropped_after_their_last_reader(monkeypatch):
     assert seen == [[], [False], [True, False], [True, True, False]]
     assert outs[-1].value is not None
     np.testing.assert_array_equal(got, (((a + 1.0) * 2.0) - 3.0) / 4.0)
+
+
+def test_only_single_threaded_work_runs_on_the_calling_thread(stats):
+    """A read of a small sequence runs inline only if its kernels are single-threaded (at
+    most serial_elements): a parallel kernel started from the application thread would give
+    OpenMP a second thread team (docs/guide.md, Small arrays). Values are NumPy's either way."""
+    with ps.config.override(inline_elements=1 << 16, serial_elements=1 << 15, backend="cpu"):
+        for n, inline in ((10_000, 1), (40_000, 0)):
+            x = ps.asarray(np.linspace(0.0, 1.0, n))
+            ps.sync()
+            ps.reset_stats()
+            r = float(ps.sum(ps.sin(x) * 2.0))
+            assert stats()["inline_sequences"] == inline, n
+            assert r == pytest.approx(float(np.sum(np.sin(np.linspace(0.0, 1.0, n)) * 2.0)),
+                                      rel=1e-12, abs=1e-12)

@@ -59,7 +59,7 @@ class _Plan:
         lines = list(head)
         lines += ["    f = cs._flow",
                   f"    if {self.elements} > settings.inline_elements or f is None "
-                  f"or f.inflight:",
+                  f"or f.inflight or {self.elements} > settings.serial_elements:",
                   f"        return {fail}"]
         for j, (_, shape, dt) in enumerate(self.slots):
             g[f"D{j}"] = dt
