@@ -101,6 +101,24 @@ def test_bad_axis_raises_axis_error(arrays):
     _names_line(ei, line)
 
 
+def test_reductions_validated_once_still_check_each_call():
+    """A reduction seen before skips validation (frontend/array.py ``_REDUCE_MEMO``: a read in
+    a loop): only for the very same op, dtype, shape, axis and its type, keepdims and dtype;
+    anything else is validated and fails at its own line."""
+    x = ps.asarray(np.arange(12.0).reshape(3, 4))
+    for _ in range(2):
+        assert float(ps.max(x)) == 11.0
+        np.testing.assert_array_equal(ps.sum(x, axis=1).numpy(), [6.0, 22.0, 38.0])
+    with pytest.raises(ps.StreamrtAxisError) as ei:
+        line = _line() + 1
+        ps.sum(x, axis=2)
+    _names_line(ei, line)
+    with pytest.raises(ps.ArgumentError):
+        ps.sum(x, axis=1.0)                  # equal to 1 as a key, but not an axis
+    with pytest.raises(ps.ShapeError):
+        ps.max(ps.zeros((0, 4)))             # same op and dtype, another shape
+
+
 def test_reductions_of_empty_arrays_without_identity():
     z = ps.zeros((0, 3))
     for name in ("max", "min", "argmax", "argmin"):

@@ -7,6 +7,7 @@ from ..config import settings
 
 _lock = threading.Lock()
 _instances = {}
+_device = [False]       # has an OpenCL or CUDA executor been created (read at every flush)
 
 
 def _make(name):
@@ -39,6 +40,7 @@ def get(name=None):
             if ex is None:              # no working device: the one CPU executor stands in
                 ex = _instances.get("cpu") or _instances.setdefault("cpu", _make("cpu"))
             _instances[name] = ex
+            _device[0] = any(e.name in ("opencl", "cuda") for e in _instances.values())
         return ex
 
 
@@ -49,7 +51,7 @@ def created(name):
 
 def has_device_executor():
     """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
-    return any(ex.name in ("opencl", "cuda") for ex in _instances.values())
+    return _device[0]
 
 
 def all_instances():

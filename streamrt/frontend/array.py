@@ -243,9 +243,22 @@ def normalize_axes(axis, ndim, site, name):
     return tuple(sorted(out))
 
 
+_REDUCE_MEMO: dict = {}    # (op, dtype, shape, axis and its type, keepdims, dtype arg) ->
+                           # (result shape, static params, result dtype)
+
+
 def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     site = site or callsite()
     p = operand(x, site)
+    if p.kind != "scalar":
+        # a combination validated before (a read in a loop: float(ps.max(u))): its result
+        # shape, static parameters and dtype without validating again
+        try:
+            m = _REDUCE_MEMO.get((name, p.dtype, p.shape, axis, type(axis), keepdims, dtype))
+        except TypeError:       # an unhashable axis (a list): the general path
+            m = None
+        if m is not None:
+            return _enqueue(Port("reduce", name, m[2], m[0], (p,), m[1], site))
     if p.kind == "scalar":
         p = const_port(np.asarray(p.scalar), site)
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
@@ -268,10 +281,15 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
         shape = tuple(1 if i in axes else s for i, s in enumerate(p.shape))
     else:
         shape = tuple(s for i, s in enumerate(p.shape) if i not in axes)
-    if p.kind == "const" and False:
+    params = (axes, bool(keepdims), acc_dt)
+    try:
+        if len(_REDUCE_MEMO) > 4096:
+            _REDUCE_MEMO.clear()
+        _REDUCE_MEMO[(name, p.dtype, p.shape, axis, type(axis), keepdims, dtype)] = \
+            (shape, params, out_dt)
+    except TypeError:
         pass
-    port = Port("reduce", name, out_dt, shape, (p,), (axes, bool(keepdims), acc_dt), site)
-    return _enqueue(port)
+    return _enqueue(Port("reduce", name, out_dt, shape, (p,), params, site))
 
 
 def _view(p, off, shape, strides, site, src=None):

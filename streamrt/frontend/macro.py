@@ -235,7 +235,7 @@ class Macro:
                 out = self._run_direct(sec, inputs, q, executor)
                 if out is not None:
                     if not kwargs:
-                        self._remember(args, sec, cache)
+                        self._remember(args, sec, cache, executor)
                     return out
             cache.note(True)
             if prof is not None:
@@ -264,23 +264,25 @@ class Macro:
             sig.append((p.shape, p.dtype, p.kind))
         return tuple(sig)
 
-    def _remember(self, args, sec, cache):
+    def _remember(self, args, sec, cache, executor):
         plain = self._plain_sig(args)
         if plain is not None:
-            self._last = (settings.__dict__.get("_settings_key"), cache.generation, plain, sec)
+            # (the executor follows from the settings, whose memo is checked at each use)
+            self._last = (settings.__dict__.get("_settings_key"), cache.generation, plain, sec,
+                          executor)
 
     def _fast(self, last, args):
         """A direct replay without building the cache key: the settings, the macro cache and
         the arguments' signature are those of the last direct replay. None: the general
         path (which also raises any error, naming the caller's line)."""
-        memo, gen, plain, sec = last
+        memo, gen, plain, sec, executor = last
         if memo is None or settings.__dict__.get("_settings_key") is not memo or \
                 macro_cache.get().generation != gen or self._plain_sig(args) != plain:
             return None
         q = current_queue()
         if q.recording is not None or q.entries or not cscheduler.direct_ok():
             return None
-        return self._run_direct(sec, args, q, registry.get())
+        return self._run_direct(sec, args, q, executor)
 
     def _run_direct(self, sec, inputs, q, executor):
         """The section run by its direct plan (counting the macro-cache hit), or None."""
