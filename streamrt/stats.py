@@ -10,9 +10,10 @@ _c: Counter = Counter()
 
 KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels_launched",
         "intrinsics_launched", "sequences_submitted", "flushes", "bytes_allocated",
-        "buffers_allocated", "host_buffers_reused", "kernel_splits", "fallbacks", "fallback_to_reference",
-        "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses", "macro_cache_hits",
-        "macro_cache_misses", "program_cache_memory_hits", "program_cache_disk_hits",
+        "buffers_allocated", "host_buffers_reused", "kernel_splits", "fallbacks",
+        "fallback_to_reference", "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses",
+        "macro_cache_hits", "macro_cache_misses", "program_cache_memory_hits",
+        "program_cache_disk_hits",
         "compile_seconds", "inline_sequences", "direct_replays", "reference_mismatches",
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
         # placement (scheduler/placement.py) and device memory (executors/device.py)

@@ -90,6 +90,11 @@ class HostPool:
                 self.total += nbytes
             return b
 
+    def array(self, shape, dtype):
+        """An array of ``shape`` and ``dtype`` over a buffer ``take`` hands out."""
+        dtype = np.dtype(dtype)
+        return self.take(dtype.itemsize * math.prod(shape)).view(dtype).reshape(shape)
+
 
 host_pool = HostPool()
 
@@ -113,7 +118,7 @@ class Executor:
         dtype = np.dtype(dtype)
         n = dtype.itemsize * math.prod(shape)
         if n >= HostPool.MIN_BYTES and not dtype.hasobject:
-            a = host_pool.take(n).view(dtype).reshape(shape)
+            a = host_pool.array(shape, dtype)
         else:
             a = np.empty(shape, dtype)
         stats.add("bytes_allocated", a.nbytes)

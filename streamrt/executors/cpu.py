@@ -122,7 +122,7 @@ class CPUExecutor(Executor):
         super().__init__()
         _setup_numba()
         _tune_host_heap()
-        self._partials = {}     # (partials spec, K * C, R0) -> scratch arguments (reused)
+        self._scratch = {}      # (partials spec, K * C, R0) -> scratch arguments (reused)
 
     def compile(self, prog):
         return program_cache.numba_kernels(prog.source, prog.fn)
@@ -172,6 +172,18 @@ class CPUExecutor(Executor):
         stats.add("kernel_splits")
         self.launch_parts(parts)
 
+    def scratch(self, spec, n, row):
+        """The scratch arguments of a reduction kernel (``kernel_partials``), reused from one
+        launch to the next: launches hold ``run_lock``, one at a time, and a kernel reads its
+        scratch only while it runs."""
+        key = (spec, n, row)
+        s = self._scratch.get(key)
+        if s is None:
+            if len(self._scratch) > 64:
+                self._scratch.clear()
+            s = self._scratch[key] = tuple(kernel_partials(spec, n, row))
+        return s
+
     def _run_kernel(self, prog, d):
         # (the arguments are built per launch: for CG's 2048-element kernels this was ~10 us
         # of a 13 us launch; a 1-D buffer is its own flat view, and the scratch partials are
@@ -200,13 +212,7 @@ class CPUExecutor(Executor):
             for r in k.reductions:
                 v = r.value
                 args.append(v if v.ndim == 1 else v.reshape(-1))
-            key = (tuple(prog.partials), K * C, R0)
-            scratch = self._partials.get(key)
-            if scratch is None:
-                if len(self._partials) > 64:
-                    self._partials.clear()
-                scratch = self._partials[key] = kernel_partials(prog.partials, K * C, R0)
-            args += scratch
+            args += self.scratch(prog.partials, K * C, R0)
             args.append(C)
         serial = k.elements <= settings.serial_elements
         program_cache.call(d, serial, args)

@@ -18,10 +18,9 @@ import numpy as np
 
 from .. import stats
 from ..caches import program_cache
-from ..config import settings
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
-from .base import kernel_partials, scalar_value
+from .base import scalar_value
 from .cpu import CPUExecutor, chunks_for
 
 
@@ -29,13 +28,10 @@ class _Plan:
     """What both plans share: kernel steps, the output buffers each run allocates, and the
     counters a run adds (those of the general path it replaces; folded as counts x runs by
     ``stats.runtime_stats``)."""
-    __slots__ = ("steps", "slots", "elements", "counts", "runs", "scratch", "__weakref__")
+    __slots__ = ("steps", "slots", "elements", "counts", "runs", "__weakref__")
 
     def __init__(self, steps, slots, elements, counts):
         self.steps = steps          # per kernel: (Kernels, elements, arg sources, reduction)
-        self.scratch = [None] * len(steps)  # per reduction step: (C, partials and blocks),
-                                            # reused (runs hold ``run_lock``; only the kernel
-                                            # call reads them)
         self.slots = slots          # output buffers: (port number, shape, dtype)
         self.elements = elements
         n = len(steps)
@@ -49,25 +45,24 @@ class _Plan:
 
     def _source(self, g, head, fail):
         """The generated body shared by both plans (after ``head``, the plan's own input
-        checks, which bind the kernels' load arguments): the small-and-idle check, output
-        buffers, the kernel calls under ``run_lock``; ``fail`` is what a run that must take the
-        general path returns. Argument sources: ``c`` a constant (bound in ``g``), ``b`` an
-        output buffer, ``i`` / ``p`` a checked input's flat value, ``s`` a flushed scalar."""
-        g.update(plan=self, empty=np.empty, settings=settings, cs=cscheduler, nd=np.ndarray,
-                 DONE=DONE, chunks_for=chunks_for, kernel_partials=kernel_partials,
-                 call=program_cache.call, scalar_value=scalar_value, SC=self.scratch)
+        checks, which bind the kernels' load arguments): the small-and-idle check (the
+        general path's: ``cscheduler.inline_limit``, so every kernel runs single-threaded),
+        output buffers, the kernel calls under ``run_lock`` with the executor's reused
+        reduction scratch; ``fail`` is what a run that must take the general path returns.
+        Argument sources: ``c`` a constant (bound in ``g``), ``b`` an output buffer, ``i`` /
+        ``p`` a checked input's flat value, ``s`` a flushed scalar."""
+        g.update(plan=self, empty=np.empty, cs=cscheduler, nd=np.ndarray, DONE=DONE,
+                 chunks_for=chunks_for, call=program_cache.call, scalar_value=scalar_value)
         lines = list(head)
         lines += ["    f = cs._flow",
-                  f"    if {self.elements} > settings.inline_elements or f is None "
-                  f"or f.inflight or {self.elements} > settings.serial_elements:",
+                  f"    if {self.elements} > cs.inline_limit() or f is None or f.inflight:",
                   f"        return {fail}"]
         for j, (_, shape, dt) in enumerate(self.slots):
             g[f"D{j}"] = dt
             lines.append(f"    b{j} = empty({tuple(shape)!r}, D{j})")
             # (a 1-D buffer is its own flat view: reshape costs ~0.1 us a call)
             lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
-        lines += ["    ser = settings.serial_elements",
-                  "    try:",
+        lines += ["    try:",
                   "        with executor.run_lock:"]
         for si, (kern, elements, srcs, red) in enumerate(self.steps):
             g[f"K{si}"] = kern
@@ -83,19 +78,13 @@ class _Plan:
                 else:                                   # "s": a scalar port of the flush
                     args.append(f"scalar_value(kp[{x}])")
             pre = "            "
-            lines.append(f"{pre}k = K{si}")
-            lines.append(f"{pre}s = {elements} <= ser")
             lines.append(f"{pre}a = ({''.join(a + ', ' for a in args)})")
             if red is not None:
                 K, R0, partials = red
                 g[f"P{si}"] = partials
                 lines += [f"{pre}C = chunks_for({K}, {R0})",
-                          f"{pre}sc = SC[{si}]",
-                          f"{pre}if sc is None or sc[0] != C:",
-                          f"{pre}    sc = SC[{si}] = (C, tuple(kernel_partials(P{si}, "
-                          f"{K} * C, {R0})))",
-                          f"{pre}a = a + sc[1] + (C,)"]
-            lines.append(f"{pre}call(k, s, a)")
+                          f"{pre}a = a + executor.scratch(P{si}, {K} * C, {R0}) + (C,)"]
+            lines.append(f"{pre}call(K{si}, True, a)")        # single-threaded (above)
         lines += ["    except Exception:  # the general path splits, falls back and counts",
                   f"        return {fail}",
                   "    plan.runs += 1"]

@@ -7,7 +7,7 @@ from ..config import settings
 
 _lock = threading.Lock()
 _instances = {}
-_device = [False]       # has an OpenCL or CUDA executor been created (read at every flush)
+_device = False         # has an OpenCL or CUDA executor been created (read at every flush)
 
 
 def _make(name):
@@ -27,6 +27,7 @@ def _make(name):
 def get(name=None):
     """The executor ``name`` (default: STREAMRT_BACKEND; 'auto' -- placement decided per
     sequence by scheduler/placement.py -- gives the CPU executor here)."""
+    global _device
     name = name or settings.backend
     if name == "auto":
         name = "cpu"
@@ -40,7 +41,7 @@ def get(name=None):
             if ex is None:              # no working device: the one CPU executor stands in
                 ex = _instances.get("cpu") or _instances.setdefault("cpu", _make("cpu"))
             _instances[name] = ex
-            _device[0] = any(e.name in ("opencl", "cuda") for e in _instances.values())
+            _device = _device or ex.name in ("opencl", "cuda")
         return ex
 
 
@@ -51,7 +52,7 @@ def created(name):
 
 def has_device_executor():
     """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
-    return _device[0]
+    return _device
 
 
 def all_instances():

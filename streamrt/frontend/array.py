@@ -250,17 +250,19 @@ _REDUCE_MEMO: dict = {}    # (op, dtype, shape, axis and its type, keepdims, dty
 def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     site = site or callsite()
     p = operand(x, site)
-    if p.kind != "scalar":
-        # a combination validated before (a read in a loop: float(ps.max(u))): its result
-        # shape, static parameters and dtype without validating again
-        try:
-            m = _REDUCE_MEMO.get((name, p.dtype, p.shape, axis, type(axis), keepdims, dtype))
-        except TypeError:       # an unhashable axis (a list): the general path
-            m = None
-        if m is not None:
-            return _enqueue(Port("reduce", name, m[2], m[0], (p,), m[1], site))
     if p.kind == "scalar":
         p = const_port(np.asarray(p.scalar), site)
+        key = None
+    else:
+        # a combination validated before (a read in a loop: float(ps.max(u))): its result
+        # shape, static parameters and dtype without validating again
+        key = (name, p.dtype, p.shape, axis, type(axis), keepdims, dtype)
+        try:
+            m = _REDUCE_MEMO.get(key)
+        except TypeError:       # an unhashable axis (a list): the general path
+            m = key = None
+        if m is not None:
+            return _enqueue(Port("reduce", name, m[2], m[0], (p,), m[1], site))
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
         raise record_error(ArgumentError, f"{name}: axis must be None or an int", site)
     axes = normalize_axes(axis, len(p.shape), site, name)
@@ -282,13 +284,10 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     else:
         shape = tuple(s for i, s in enumerate(p.shape) if i not in axes)
     params = (axes, bool(keepdims), acc_dt)
-    try:
+    if key is not None:
         if len(_REDUCE_MEMO) > 4096:
             _REDUCE_MEMO.clear()
-        _REDUCE_MEMO[(name, p.dtype, p.shape, axis, type(axis), keepdims, dtype)] = \
-            (shape, params, out_dt)
-    except TypeError:
-        pass
+        _REDUCE_MEMO[key] = (shape, params, out_dt)
     return _enqueue(Port("reduce", name, out_dt, shape, (p,), params, site))
 
 
@@ -758,19 +757,19 @@ def _binop(name, reflected=False):
         c = fr.f_code
         # the caller is the user's code (known not internal): its site without the walk
         site = CallSite(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
-        if _PIECEWISE_DATA and _TEMP_RC:
+        chain = _PIECEWISE_DATA and _TEMP_RC
+        if chain:
             # which operands are temporaries of the caller's expression (held by its stack
             # alone): their chained pieces may be read (frontend/pieces.py)
             _tls.temps = (self._port.id if _getrefcount(self) == _TEMP_RC else None,
                           other._port.id if type(other) is Array
                           and _getrefcount(other) == _TEMP_RC else None)
-            try:
-                r = fast(self, other, site)
-                return r if r is not None else slow(self, other, site)
-            finally:
+        try:
+            r = fast(self, other, site)
+            return r if r is not None else slow(self, other, site)
+        finally:
+            if chain:
                 _tls.temps = ()
-        r = fast(self, other, site)
-        return r if r is not None else slow(self, other, site)
     f.__name__ = name
     return f
 

@@ -33,12 +33,13 @@ BLOCK, LANES = 256, 4
 # runs in groups of SPAN consecutive elements, unrolled, element ``bb + ll`` of a group
 # updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
 # registers (program_cache compiles streamrt's kernels with it on: Numba leaves it off by
-# default). The lanes are folded pairwise, then the last ``(hi - lo) % SPAN`` elements are
+# default). The lanes are folded pairwise, then the last ``nt % SPAN`` elements are
 # added in order: NumPy's pairwise_sum for up to 128 elements, to the last bit. sum(x*x) with
 # max(abs(x)) of 20M float32: 14 ms (blocks) -> ~6 ms (lanes in a local array, which LLVM
 # kept scalar) -> ~2.5 ms (scalar lanes with SLP; a scalar Numba loop: 6.5 ms). SPAN 16 would
-# be faster again (1.7 ms) but no longer NumPy's order. max/min compare with ``|``, not
-# ``or``: a short-circuit is a branch, which LLVM does not vectorise.
+# be faster again (1.7 ms) but no longer NumPy's order. Float max/min lanes compare plainly
+# and keep a NaN flag (_nan_lanes); the reduction templates (ops.py) use ``|``, not ``or``:
+# a short-circuit is a branch, which LLVM does not vectorise.
 SPAN = 8
 UNROLL_COST = 16        # the most a body may cost (ops.py ``cost``, summed) to be unrolled
 COLUMNS = 256           # kept indices per task of a leading-axis reduction (_column_path)
@@ -253,7 +254,7 @@ def render(k):
         if spans:                       # lanes, then the tail loop the code below fills
             # (tried: one pass over the task's range per reduction, the second from cache --
             # sum(x*x) with max(abs(x)) of 20M float32 3.0 -> 3.6 ms)
-            _lanes(src, list(enumerate(k.reductions)), local, "0", "nt",
+            _lanes(src, list(enumerate(k.reductions)), local, "nt",
                    lambda d: emit_element(d, idx, ie))
             src(2, "for r0 in range(nl, nt):")
             depth = 3
@@ -337,7 +338,7 @@ def render(k):
                 src(2, f"ro{j}[kk] = {cast(f'acc{j}', acc_dt, out_dt)}")
         pi += 1
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
-    return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
+    return source, "kernel", np.array(tbl, dtype=np.int64), tuple(partial_spec)
 
 
 def _kept_index(src, nk):
@@ -519,7 +520,7 @@ def render_rows(k):
         if _light(ops):
             # a light phase in lanes, as a light reduction kernel (softmax's row max, layer
             # norm's mean and variance; blocks copied each value before folding it)
-            _lanes(src, reds, local, "0", "nr0", lambda d: [src(d, line) for line in body])
+            _lanes(src, reds, local, "nr0", lambda d: [src(d, line) for line in body])
             src(2, "for r0 in range(nl, nr0):")
             for line in body:
                 src(3, line)
@@ -559,7 +560,7 @@ def render_rows(k):
                 local[v.id] = local[p.id]
                 per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
-    return source, "kernel", np.array(tbl, dtype=np.int64), partial_spec
+    return source, "kernel", np.array(tbl, dtype=np.int64), tuple(partial_spec)
 
 
 def _light(ops):
@@ -568,11 +569,12 @@ def _light(ops):
     return sum(OPS[p.op].cost for p in ops if p.kind == "map") <= UNROLL_COST
 
 
-def _lanes(src, reds, local, lo, hi, emit):
-    """Reductions ``reds`` ((j, port)) over ``lo <= r0 < hi`` in unrolled groups of SPAN
+def _lanes(src, reds, local, n, emit):
+    """Reductions ``reds`` ((j, port)) over ``0 <= r0 < n`` in unrolled groups of SPAN
     elements, element ``bb + ll`` updating the scalar lane ``w{j}_{ll}`` (``emit(depth)``
     writes the element's body), the lanes folded into ``acc{j}``. The caller writes the tail
-    loop, ``for r0 in range(nl, hi)`` (``nl``: where the groups ended)."""
+    loop, ``for r0 in range(nl, n)`` (``nl``: where the groups ended). The index starts at 0:
+    one LLVM cannot prove non-negative makes the loads gathers (see ``render``)."""
     for j, p in reds:
         acc_dt = reduce_params(p)[3]
         init = REDUCTIONS[p.op].init(acc_dt)
@@ -580,9 +582,8 @@ def _lanes(src, reds, local, lo, hi, emit):
             src(2, f"w{j}_{ll} = {npname(acc_dt)}({init})")
             if _nan_lanes(p):
                 src(2, f"n{j}_{ll} = False")
-    n = hi if lo == "0" else f"{lo} + ({hi} - {lo})"
     src(2, f"nl = {n} // {SPAN} * {SPAN}")
-    src(2, f"for bb in range({lo}, nl, {SPAN}):")
+    src(2, f"for bb in range(0, nl, {SPAN}):")
     for ll in range(SPAN):                  # the group unrolled: SLP packs the lanes
         src(3, f"r0 = bb + {ll}")
         emit(3)

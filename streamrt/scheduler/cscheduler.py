@@ -182,7 +182,7 @@ def pool_scratch(entries):
         seen.add(b.id)
         v = b.value
         if type(v) is np.ndarray and v.base is None and v.nbytes >= HostPool.MIN_BYTES:
-            b.value = host_pool.take(v.nbytes).view(v.dtype).reshape(v.shape)
+            b.value = host_pool.array(v.shape, v.dtype)
 
 
 def submit_replay(seq, ports, executor):
@@ -219,8 +219,7 @@ def dispatch(seq, executor, inline=False):
     # teams then waits on a futex wake (~45 us: a 2-region kernel 278 -> 370 us)
     if inline and settings.inline_elements and (
             executor.name == "reference"
-            or max(map(sequence.elements, seq.programs), default=0) <= min(
-                settings.inline_elements, settings.serial_elements)) \
+            or max(map(sequence.elements, seq.programs), default=0) <= inline_limit()) \
             and f.try_idle():
         try:
             es.run_inline(seq, executor)
@@ -229,6 +228,15 @@ def dispatch(seq, executor, inline=False):
         return
     f.acquire()
     es.submit(seq, executor)
+
+
+def inline_limit():
+    """The largest sequence (elements) a read runs on the application thread: at most
+    STREAMRT_INLINE_ELEMENTS, and only while its Numba kernels are single-threaded (see
+    ``dispatch``); -1 when inline runs are off. Direct plans (executors/direct.py) use the
+    same rule."""
+    n = settings.inline_elements
+    return min(n, settings.serial_elements) if n else -1
 
 
 def _check_not_recording(what):

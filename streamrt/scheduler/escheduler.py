@@ -39,16 +39,14 @@ class EScheduler:
         # started by the first message: a script whose reads all run inline (small arrays, the
         # cold tier) never starts it -- a thread start and its join at exit saved
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
-        self.started = False
         self._start_lock = threading.Lock()
         self.launch_log = None     # tests may set a list: program launch order
 
     def _post(self, msg):
-        if not self.started:
+        if self.thread.ident is None:           # (set once start() returns)
             with self._start_lock:
-                if not self.started:
+                if self.thread.ident is None:
                     self.thread.start()
-                    self.started = True
         self.q.put(msg)
 
     # ---- application side ----------------------------------------------------------------
