@@ -409,3 +409,67 @@ def test_small_reads_of_a_cached_trace_run_directly(stats):
     for k in ("kernels_launched", "flushes", "sequences_submitted", "inline_sequences",
               "buffers_allocated", "bytes_allocated"):
         assert st_d[k] == st_g[k], k
+
+
+def test_direct_plans_call_host_intrinsics(stats):
+    """A cached trace mixing kernels and host intrinsics (CG's matvec) runs through the direct
+    plan too: the intrinsic called on the reading thread, its result copied into the step's
+    buffer. Same values and counters as the general path; a singular matrix met by a planned
+    solve raises the general path's error, at the read."""
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((64, 64))
+    A = ps.asarray(M @ M.T / 64 + np.eye(64))
+    b = ps.asarray(rng.standard_normal(64))
+    ps.sync()
+
+    def cg(iters):
+        x = ps.zeros_like(b)
+        r = p = b
+        rr = ps.dot(r, r)
+        for _ in range(iters):
+            Ap = A @ p
+            alpha = rr / ps.dot(p, Ap)
+            x = x + alpha * p
+            r = r - alpha * Ap
+            rr_new = ps.dot(r, r)
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+        return np.asarray(x), float(rr)
+
+    def run(direct):
+        with ps.config.override(direct_replay=direct):
+            ps.reset_stats()
+            got = [cg(4) for _ in range(4)]
+            return got, ps.runtime_stats()
+
+    general, st_g = run(False)
+    direct, st_d = run(True)
+    for (x, rr), (gx, grr) in zip(direct, general):
+        assert np.array_equal(x, gx) and rr == grr
+    assert st_g["direct_replays"] == 0 and st_d["direct_replays"] >= 2
+    assert st_d["intrinsics_launched"] == st_g["intrinsics_launched"] == 4 * 4
+    for k in ("kernels_launched", "flushes", "sequences_submitted", "buffers_allocated",
+              "bytes_allocated"):
+        assert st_d[k] == st_g[k], k
+
+    def solve(m):
+        return np.asarray(ps.linalg.solve(m, b) * 2.0)
+
+    good = ps.asarray(M @ M.T / 64 + np.eye(64))
+    singular = ps.asarray(np.zeros((64, 64)))       # the same trace, another input
+    ps.sync()
+    errors = []
+    for direct in (False, True):
+        with ps.config.override(direct_replay=direct):
+            ps.reset_stats()
+            for _ in range(3):
+                solve(good)
+            hits = ps.runtime_stats()["trace_cache_hits"]
+            assert ps.runtime_stats()["direct_replays"] == (2 if direct else 0)
+            with pytest.raises(ps.LinAlgError) as e:
+                solve(singular)
+            assert ps.runtime_stats()["trace_cache_hits"] == hits + 1
+            assert ps.runtime_stats()["direct_replays"] == (2 if direct else 0)
+            errors.append(e)
+    assert str(errors[0].value) == str(errors[1].value)
+    assert "singular" in str(errors[1].value).lower() and HERE in str(errors[1].value)

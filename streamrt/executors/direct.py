@@ -20,7 +20,8 @@ from .. import stats
 from ..caches import program_cache
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
-from .base import scalar_value
+from ..proggen.linalg_intrinsics import HOST_INTRINSICS
+from .base import ref_value, scalar_value
 from .cpu import CPUExecutor, chunks_for
 
 
@@ -31,13 +32,17 @@ class _Plan:
     __slots__ = ("steps", "slots", "elements", "counts", "runs", "__weakref__")
 
     def __init__(self, steps, slots, elements, counts):
-        self.steps = steps          # per kernel: (Kernels, elements, arg sources, reduction)
+        # per kernel: (Kernels, elements, arg sources, reduction); per intrinsic (trace plans):
+        # (host function, None, input sources, (port number, output slot))
+        self.steps = steps
         self.slots = slots          # output buffers: (port number, shape, dtype)
-        self.elements = elements
-        n = len(steps)
+        self.elements = elements    # the largest kernel's (intrinsics thread themselves)
+        m = sum(1 for st in steps if st[1] is None)
+        n = len(steps) - m
         nbytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt in slots)
         self.counts = counts + (("sequences_submitted", 1), ("inline_sequences", 1),
                                 ("kernels_launched", n), ("program_cache_memory_hits", n),
+                                ("intrinsics_launched", m),
                                 ("buffers_allocated", len(slots)), ("bytes_allocated", nbytes),
                                 ("direct_replays", 1))
         self.runs = 0
@@ -65,6 +70,9 @@ class _Plan:
         lines += ["    try:",
                   "        with executor.run_lock:"]
         for si, (kern, elements, srcs, red) in enumerate(self.steps):
+            if elements is None:
+                lines += self._intrinsic(g, si, kern, srcs, red)
+                continue
             g[f"K{si}"] = kern
             args = []
             for j, (kind, x) in enumerate(srcs):
@@ -89,6 +97,22 @@ class _Plan:
                   f"        return {fail}",
                   "    plan.runs += 1"]
         return lines
+
+
+    def _intrinsic(self, g, si, fn, srcs, out):
+        """An intrinsic step (BLAS, LAPACK, FFT, sort, scan on the host), as the general path
+        runs it (executors/base.py ``run_refop``): the function over the port and its input
+        values, the result cast and copied into the step's output buffer. Sources: ``b`` a
+        buffer of this plan (shaped), ``v`` a port of the flush (its host value)."""
+        i, j = out
+        _, shape, dt = self.slots[j]
+        g.update({f"I{si}": fn, "rv": ref_value, "errstate": np.errstate,
+                  "asarray": np.asarray})
+        args = "".join(f"b{x}, " if kind == "b" else f"rv(kp[{x}]), " for kind, x in srcs)
+        pre = "            "
+        return [f"{pre}with errstate(all='ignore'):",
+                f"{pre}    r = I{si}(kp[{i}], {args})",
+                f"{pre}b{j}[...] = asarray(r).astype(D{j}, copy=False).reshape({tuple(shape)!r})"]
 
 
 def _compile(lines, g, name):
@@ -159,6 +183,9 @@ class TracePlan(_Plan):
         # the port numbers whose buffers the kernels read, each once
         self.inputs = tuple(dict.fromkeys(x for _, _, srcs, _ in steps
                                           for kind, x in srcs if kind == "p"))
+        # the ports of the flush an intrinsic reads (through their host value), each once
+        values = tuple(dict.fromkeys(x for _, _, srcs, _ in steps
+                                     for kind, x in srcs if kind == "v"))
         # run(kports, executor): run the trace over ``kports``; False (nothing changed): take
         # the general path. Generated straight-line code, as Plan.run.
         g = {"drop": cscheduler.drop_dead_scratch}
@@ -171,6 +198,13 @@ class TracePlan(_Plan):
                      "    if x.state != DONE or type(v) is not nd:",
                      "        return False",
                      f"    p{i} = v if v.ndim == 1 else v.reshape(-1)"]
+        for i in values:
+            head += [f"    x = kp[{i}]",
+                     "    if x.kind != 'scalar':",
+                     "        if x.kind == 'view':",
+                     "            x = x.inputs[0]",
+                     "        if x.state != DONE or type(x.value) is not nd:",
+                     "            return False"]
         lines = self._source(g, head, "False")
         for j, (i, _, _) in enumerate(slots):
             lines += [f"    x = kp[{i}]",
@@ -183,16 +217,36 @@ class TracePlan(_Plan):
         self.run = _compile(lines, g, "run")
 
 
-def _steps(seq, ports, output_ok, load_source, scalar_source):
-    """The kernel steps of program sequence ``seq`` over the numbered ``ports``, or None if a
-    program is not a plain Numba kernel writing fresh buffers: (steps, output slots,
-    port number -> slot, largest space). ``output_ok(port, number)``: may this output be a
-    fresh buffer; ``load_source(port, number, slot_of)`` and ``scalar_source(port, number)``:
-    the argument source of a load or a scalar parameter (None: no plan)."""
+def _steps(seq, ports, output_ok, load_source, scalar_source, intrinsic_source=None):
+    """The steps of program sequence ``seq`` over the numbered ``ports``, or None if a program
+    is neither a plain Numba kernel writing fresh buffers nor (with ``intrinsic_source``) a
+    host intrinsic: (steps, output slots, port number -> slot, largest kernel space).
+    ``output_ok(port, number)``: may this output be a fresh buffer; ``load_source(port,
+    number, slot_of)``, ``scalar_source(port, number)`` and ``intrinsic_source(port, number,
+    slot_of)``: the argument source of a kernel load, a scalar parameter or an intrinsic's
+    input (None: no plan)."""
     pos = {p.id: i for i, p in enumerate(ports)}
     slot_of, slots, steps, elements = {}, [], [], 0
     for prog in seq.programs:
         k = prog.kernel
+        if prog.kind == "intrinsic" and intrinsic_source is not None:
+            if {p.id for p in prog.ops} != {p.id for p in prog.outputs}:
+                return None
+            for p in prog.ops:
+                fn = HOST_INTRINSICS.get(p.op) if p.kind == "intrinsic" else None
+                i = pos.get(p.id)
+                if fn is None or i is None or i in slot_of or not output_ok(p, i):
+                    return None
+                srcs = []
+                for a in p.inputs:
+                    s = intrinsic_source(a, pos.get(a.id), slot_of)
+                    if s is None:
+                        return None
+                    srcs.append(s)
+                slot_of[i] = len(slots)
+                slots.append((i, p.shape, p.dtype))
+                steps.append((fn, None, tuple(srcs), (i, slot_of[i])))
+            continue
         if prog.kind != "kernel" or k is None:
             return None
         for p in prog.outputs:
@@ -286,9 +340,17 @@ def trace_plan(t, seq, kports, executor):
             return None if p.kind == "view" else ("b", slot_of[j])
         return ("p", i)
 
+    def intrinsic_source(p, i, slot_of):
+        if i is None:
+            return None
+        if i in slot_of:                    # computed by an earlier step of this trace
+            return ("b", slot_of[i])
+        b = p.inputs[0] if p.kind == "view" else p
+        return None if pos.get(b.id) in slot_of else ("v", i)
+
     pos = {p.id: i for i, p in enumerate(kports)}
     r = _steps(seq, kports, lambda p, i: p.value is None, load_source,
-               lambda p, i: None if i is None else ("s", i))
+               lambda p, i: None if i is None else ("s", i), intrinsic_source)
     if r is None:
         return None
     steps, slots, _, elements = r
