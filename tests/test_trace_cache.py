@@ -452,6 +452,19 @@ def test_direct_plans_call_host_intrinsics(stats):
               "bytes_allocated"):
         assert st_d[k] == st_g[k], k
 
+    # an intrinsic's result of any size (a sort of 2**17 float64, 1 MB): a buffer of the host
+    # pool, handed out again once the previous result is dropped
+    big = rng.standard_normal(1 << 17)
+    xs = ps.asarray(big)
+    ps.sync()
+    ps.reset_stats()
+    for _ in range(6):
+        s = ps.sort(xs)
+        assert float(s[-1]) == big.max()
+        del s
+    st = ps.runtime_stats()
+    assert st["direct_replays"] >= 3 and st["host_buffers_reused"] >= 4
+
     def solve(m):
         return np.asarray(ps.linalg.solve(m, b) * 2.0)
 

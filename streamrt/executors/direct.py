@@ -21,7 +21,7 @@ from ..caches import program_cache
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
 from ..proggen.linalg_intrinsics import HOST_INTRINSICS
-from .base import ref_value, scalar_value
+from .base import HostPool, host_pool, ref_value, scalar_value
 from .cpu import CPUExecutor, chunks_for
 
 
@@ -56,7 +56,7 @@ class _Plan:
         reduction scratch; ``fail`` is what a run that must take the general path returns.
         Argument sources: ``c`` a constant (bound in ``g``), ``b`` an output buffer, ``i`` /
         ``p`` a checked input's flat value, ``s`` a flushed scalar."""
-        g.update(plan=self, empty=np.empty, cs=cscheduler, nd=np.ndarray, DONE=DONE,
+        g.update(plan=self, empty=np.empty, pool=host_pool.array, cs=cscheduler, nd=np.ndarray, DONE=DONE,
                  chunks_for=chunks_for, call=program_cache.call, scalar_value=scalar_value)
         lines = list(head)
         lines += ["    f = cs._flow",
@@ -64,7 +64,9 @@ class _Plan:
                   f"        return {fail}"]
         for j, (_, shape, dt) in enumerate(self.slots):
             g[f"D{j}"] = dt
-            lines.append(f"    b{j} = empty({tuple(shape)!r}, D{j})")
+            # (a large one -- an intrinsic's result -- from the host pool, as Executor.alloc)
+            big = math.prod(shape) * dt.itemsize >= HostPool.MIN_BYTES
+            lines.append(f"    b{j} = {'pool' if big else 'empty'}({tuple(shape)!r}, D{j})")
             # (a 1-D buffer is its own flat view: reshape costs ~0.1 us a call)
             lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
         lines += ["    try:",
