@@ -20,6 +20,7 @@ from .. import stats
 from ..caches import program_cache
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
+from ..proggen.kernel import is_update
 from ..proggen.linalg_intrinsics import HOST_INTRINSICS
 from .base import HostPool, host_pool, ref_value, scalar_value
 from .cpu import CPUExecutor, chunks_for
@@ -56,8 +57,8 @@ class _Plan:
         reduction scratch; ``fail`` is what a run that must take the general path returns.
         Argument sources: ``c`` a constant (bound in ``g``), ``b`` an output buffer, ``i`` /
         ``p`` a checked input's flat value, ``s`` a flushed scalar."""
-        g.update(plan=self, empty=np.empty, pool=host_pool.array, cs=cscheduler, nd=np.ndarray, DONE=DONE,
-                 chunks_for=chunks_for, call=program_cache.call, scalar_value=scalar_value)
+        g.update(plan=self, empty=np.empty, pool=host_pool.array, cs=cscheduler, nd=np.ndarray,
+                 DONE=DONE, chunks_for=chunks_for, call=program_cache.call)
         lines = list(head)
         lines += ["    f = cs._flow",
                   f"    if {self.elements} > cs.inline_limit() or f is None or f.inflight:",
@@ -85,8 +86,10 @@ class _Plan:
                     args.append(f"f{x}")
                 elif kind in ("i", "p"):
                     args.append(f"{kind}{x}")
-                else:                                   # "s": a scalar port of the flush
-                    args.append(f"scalar_value(kp[{x}])")
+                else:           # "s": a scalar port of the flush, x = (number, dtype)
+                    # (``scalar_value`` inline, the dtype -- part of the trace key -- bound)
+                    g[f"T{x[0]}"] = x[1].type
+                    args.append(f"T{x[0]}(kp[{x[0]}].scalar)")
             pre = "            "
             lines.append(f"{pre}a = ({''.join(a + ', ' for a in args)})")
             if red is not None:
@@ -352,9 +355,11 @@ def trace_plan(t, seq, kports, executor):
 
     pos = {p.id: i for i, p in enumerate(kports)}
     r = _steps(seq, kports, lambda p, i: p.value is None, load_source,
-               lambda p, i: None if i is None else ("s", i), intrinsic_source)
+               lambda p, i: None if i is None else ("s", (i, p.dtype)), intrinsic_source)
     if r is None:
         return None
     steps, slots, _, elements = r
-    dead = tuple(pos[p.id] for p in seq.dead if p.id in pos)
+    # the dead region writes (``drop_dead_scratch`` frees their scratch bases): the other dead
+    # ports -- a loop's released intermediates, ~100 in a 10-step trace -- need no visit
+    dead = tuple(pos[p.id] for p in seq.dead if p.id in pos and is_update(p))
     return TracePlan(steps, slots, elements, dead)

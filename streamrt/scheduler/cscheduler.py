@@ -46,7 +46,7 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
-        released = tuple(p.nrefs <= 0 for p in kports if p.state == NEW)
+        released = tuple([p.nrefs <= 0 for p in kports if p.state == NEW])
         key = keys.trace_key(executor.name, kparts, released, macro_key)
         t = cache.lookup(key)
         prof = collector._active
