@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -1018,6 +1019,7 @@ def report(results) -> str:
     rows = [("workload", "library", "median ms", "min-max ms", "first ms", "vs numpy", "check",
              "notes")]
     summary = []
+    vs_numpy = []           # (workload, streamrt's ratio to NumPy): the geometric mean line
     by_wl: dict[str, dict] = {}
     for r in results:
         by_wl.setdefault(r["workload"], {})[r["lib"]] = r
@@ -1048,6 +1050,8 @@ def report(results) -> str:
             spread = f"{fmt_ms(min(r['times']))}-{fmt_ms(max(r['times']))}"
             rows.append((wl, lib, fmt_ms(t), spread, fmt_ms(r["first"]), f"{t_np / t:.2f}x" if t_np else "-",
                          "ok" if r["ok"] else "FAIL", "; ".join(notes)))
+        if "streamrt" in med and t_np and rs["streamrt"]["ok"]:
+            vs_numpy.append((wl, t_np / med["streamrt"]))
         if "streamrt" in med:
             peers = {lib: t for lib, t in med.items()
                      if not lib.startswith("streamrt") and rs[lib]["ok"]}
@@ -1077,6 +1081,14 @@ def report(results) -> str:
             out.append("-" * len(out[0]))
     out.append("")
     out.extend(summary)
+    if vs_numpy:
+        gm = math.exp(sum(math.log(r) for _, r in vs_numpy) / len(vs_numpy))
+        line = f"geometric mean of streamrt vs numpy over {len(vs_numpy)} workload(s): {gm:.2f}x"
+        rest = [r for wl, r in vs_numpy if wl != "coldstart"]
+        if len(rest) < len(vs_numpy) and rest:
+            line += (f" ({math.exp(sum(map(math.log, rest)) / len(rest)):.2f}x without "
+                     "coldstart)")
+        out.append(line)
     return "\n".join(out)
 
 

@@ -15,10 +15,10 @@ class Op:
     """One element-wise op of the table (a plain class: @dataclass cost ~1 ms of import)."""
 
     __slots__ = ("name", "kind", "arity", "ufunc", "ref", "numba", "cost", "loop", "float_tol",
-                 "aliases", "counter", "dtypes")
+                 "aliases", "counter", "dtypes", "quad")
 
     def __init__(self, name, kind, arity, ufunc, ref, numba, cost=1, loop="out",
-                 float_tol=False, aliases=(), counter=False, dtypes=None):
+                 float_tol=False, aliases=(), counter=False, dtypes=None, quad=None):
         self.name = name            # streamrt name (ps.<name>) and IR op name
         self.kind = kind            # 'map' | 'reduce'
         self.arity = arity
@@ -31,6 +31,9 @@ class Op:
         self.aliases = aliases
         self.counter = counter      # counter-based RNG: scalar inputs passed uncast + flat index
         self.dtypes = dtypes        # (operand dtypes) -> (result, loop): ops that are no ufunc
+        self.quad = quad            # counter op: template of the Numba helper giving the values
+                                    # of flat indices i .. i + 3 at once (ctr + i a multiple of
+                                    # 4: one Philox block feeds several values), or None
 
     def __repr__(self):
         return f"Op({self.name!r})"
@@ -146,19 +149,25 @@ _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
 def _rng_ops():
     from . import rngcore
 
+    def quad_uni(dt, a):
+        return f"_rngq_uniform_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
+
     for g, gen in enumerate(rngcore.GENERATORS):
         def uni(dt, a, g=g):
             return f"_rng_uniform_{'f32' if dt == D.float32 else 'f64'}({g}, {', '.join(a)})"
+        philox = gen == "philox"      # (a Squares value is its own hash: nothing to share)
         _op(f"random_uniform_{gen}", "map", 0, uni, ufunc=None, cost=30, counter=True,
             ref=lambda key, ctr, shape, dtype, gen=gen: rngcore.uniform01(gen, key, ctr, shape,
-                                                                           dtype))
+                                                                           dtype),
+            quad=quad_uni if philox else None)
         _op(f"random_normal_{gen}", "map", 0, f"_rng_normal({g}, {{0}}, {{1}}, {{2}})",
             ufunc=None, cost=60, counter=True,
             ref=lambda key, ctr, shape, dtype, gen=gen: rngcore.normal(gen, key, ctr, shape))
         _op(f"random_integers_{gen}", "map", 0,
             f"_rng_integers({g}, {{0}}, {{1}}, {{2}}, {{3}}, {{4}})", ufunc=None, cost=35,
             counter=True, ref=lambda key, ctr, low, rng, shape, dtype, gen=gen:
-            rngcore.integers(gen, key, ctr, low, rng, shape))
+            rngcore.integers(gen, key, ctr, low, rng, shape),
+            quad="_rngq_integers({0}, {1}, {2}, {3}, {4})" if philox else None)
 
 
 _rng_ops()
@@ -327,6 +336,12 @@ def operand_dtypes(p) -> list:
 
 def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
     t = op.numba
+    return t(loop_dtype, args) if callable(t) else t.format(*args)
+
+
+def quad_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
+    """The call of a counter op's quad helper (``Op.quad``): its four values."""
+    t = op.quad
     return t(loop_dtype, args) if callable(t) else t.format(*args)
 
 

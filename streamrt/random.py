@@ -5,7 +5,9 @@ inside the fused kernels that consume them (streamrt/rngcore.py has the algorith
 uniform, normal, standard_normal, integers and choice. A draw records one map op with no array
 inputs: the key and the counter base are int64 scalar kernel parameters (never constants in
 the source: a loop drawing new numbers hits the trace cache) and each element's counter is the
-base plus its flat index. The Generator advances its counter by the number of values drawn.
+base plus its flat index. The Generator advances its counter by the number of values drawn --
+for Philox rounded up to a multiple of 4, so that every Philox draw starts on a block boundary
+(rngcore: a block feeds four float32 or two 64-bit values, computed once in the quad loops).
 Inside ``@ps.macro`` the key and counter of a generator created outside the body are replay
 inputs: each replay draws new numbers and advances the generator as running the body would."""
 from __future__ import annotations
@@ -112,13 +114,20 @@ class Generator:
 
     @property
     def counter(self):
-        """Values drawn so far (mod 2^64): the counter base of the next draw."""
+        """Values drawn so far (mod 2^64; Philox draws rounded up to a multiple of 4): the
+        counter base of the next draw."""
         return self._counter
+
+    def _step(self, n):
+        """How far a draw of ``n`` values moves the counter: Philox draws start on a block
+        boundary (a multiple of 4 values, rngcore), so the quad loops of the Numba renderer
+        find every draw of a kernel aligned alike."""
+        return n if self.bit_generator != "philox" else -(-n // 4) * 4
 
     def advance(self, n):
         """Skip ``n`` values (as drawing them would)."""
         with self._lock:
-            self._counter = (self._counter + int(n)) % _U64
+            self._counter = (self._counter + self._step(int(n))) % _U64
         return self
 
     # ---- the one recording path -------------------------------------------------------------
@@ -126,7 +135,7 @@ class Generator:
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         with self._lock:
             base = self._counter
-            self._counter = (base + n) % _U64
+            self._counter = (base + self._step(n)) % _U64
         kp, cp = _scalar(self._key), _scalar(base)
         kp.site = cp.site = site
         rec = current_queue().recording

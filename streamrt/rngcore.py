@@ -7,8 +7,13 @@ same sequence of IEEE operations, so every executor gives the same bits.
 Generators (``bit_generator=`` of ``ps.random.default_rng``):
 
 * ``"philox"``: Philox4x32-10 (Salmon et al., SC'11; Random123), 128-bit counter, 64-bit key.
-  Element ``i`` of a draw whose counter base is ``c`` uses counter ``(n & 0xffffffff, n >> 32,
-  0, 0)`` with ``n = c + i`` (mod 2^64): period 2^64 draws per key, each block 128 bits.
+  Every 128-bit block is used whole: value ``n`` (``n = c + i`` mod 2^64 for element ``i`` of a
+  draw whose counter base is ``c``) is word ``n % 4`` of block ``n // 4`` for a float32
+  uniform, the 64-bit half ``n % 2`` of block ``n // 2`` (words ``(w0, w1)`` or ``(w2, w3)``)
+  for a float64 uniform or an integer, all of block ``n`` for a normal; block ``b`` is counter
+  ``(b & 0xffffffff, b >> 32, 0, 0)``. The Generator starts every Philox draw at a multiple
+  of 4 (random.py), so four consecutive float32 values from one block -- computed once by the
+  Numba renderer's quad loops (``_rngq_*``) -- are the common case.
 * ``"fast"``: Squares (Widynski 2020, arXiv:2004.06278), a 64-bit counter hash: 4 rounds of
   ``x*x + y`` (32-bit outputs) or 5 (64-bit outputs). Period 2^64 draws per key (2^63 for
   normals, which read counters ``n`` and ``n + 2^63``). Passes BigCrush/PractRand per the
@@ -126,11 +131,15 @@ def _counters(ctr, shape, add=0):
     return (np.arange(n, dtype=np.uint64) + _u(ctr) + _U(add)).reshape(shape)
 
 
-def philox_words(key, ctr, shape):
+def philox_words(key, ctr, shape, per=1):
+    """The Philox words of the values ``ctr + i`` of a draw, ``per`` values to a block: the
+    four words of block ``(ctr + i) // per`` and the value's slot ``(ctr + i) % per``."""
     ku = _u(key)
     n = _counters(ctr, shape)
-    return philox4x32((n & _U(M32), n >> _U(32), np.zeros_like(n), np.zeros_like(n)),
-                      (ku & _U(M32), ku >> _U(32)))
+    b = n // _U(per) if per > 1 else n
+    w = philox4x32((b & _U(M32), b >> _U(32), np.zeros_like(b), np.zeros_like(b)),
+                   (ku & _U(M32), ku >> _U(32)))
+    return w, n % _U(per)
 
 
 def _squares3(n, key):
@@ -169,15 +178,18 @@ def mulhi64(a, b):
 
 def _bits64(gen, key, ctr, shape):
     if gen == "philox":
-        w = philox_words(key, ctr, shape)
-        return (w[0] << _U(32)) | w[1]
+        w, slot = philox_words(key, ctr, shape, 2)
+        return np.where(slot == _U(0), (w[0] << _U(32)) | w[1], (w[2] << _U(32)) | w[3])
     return squares64(_counters(ctr, shape), key)
 
 
 def uniform01(gen, key, ctr, shape, dtype):
     if np.dtype(dtype) == np.float32:
-        w = philox_words(key, ctr, shape)[0] if gen == "philox" else \
-            squares32(_counters(ctr, shape), key)
+        if gen == "philox":
+            w4, slot = philox_words(key, ctr, shape, 4)
+            w = np.choose(slot.astype(np.intp), w4)
+        else:
+            w = squares32(_counters(ctr, shape), key)
         return (w >> _U(8)).astype(np.float32) * np.float32(TWO_M24)
     return (_bits64(gen, key, ctr, shape) >> _U(11)).astype(np.float64) * TWO_M53
 
@@ -247,7 +259,7 @@ def box_muller(b1, b2):
 
 def normal(gen, key, ctr, shape):
     if gen == "philox":
-        w = philox_words(key, ctr, shape)
+        w, _ = philox_words(key, ctr, shape)
         b1, b2 = (w[0] << _U(32)) | w[1], (w[2] << _U(32)) | w[3]
     else:
         n = _counters(ctr, shape)
@@ -302,8 +314,8 @@ SR_FN u64 srr_squares64(u64 n, u64 k) {{
 SR_FN u64 srr_bits64(int g, i64 key, i64 ctr, i64 i) {{
     const u64 n = (u64)ctr + (u64)i;
     if (g) return srr_squares64(n, (u64)key);
-    u64 w[4]; srr_philox((u64)key, n, w);
-    return (w[0] << 32) | w[1];
+    u64 w[4]; srr_philox((u64)key, n >> 1, w);
+    return (n & 1) ? (w[2] << 32) | w[3] : (w[0] << 32) | w[1];
 }}
 SR_FN u64 srr_mulhi64(u64 a, u64 b) {{
     const u64 al = a & 0xFFFFFFFFUL, ah = a >> 32, bl = b & 0xFFFFFFFFUL, bh = b >> 32;
@@ -320,7 +332,7 @@ SR_FN float srr_uniform_f32(int g, i64 key, i64 ctr, i64 i) {{
     const u64 n = (u64)ctr + (u64)i;
     u64 w0;
     if (g) w0 = srr_squares32(n, (u64)key);
-    else {{ u64 w[4]; srr_philox((u64)key, n, w); w0 = w[0]; }}
+    else {{ u64 w[4]; srr_philox((u64)key, n >> 2, w); w0 = w[n & 3]; }}
     return (float)(w0 >> 8) * {_cf(TWO_M24)}f;
 }}"""
     f64 = f"""SR_FN double srr_uniform_f64(int g, i64 key, i64 ctr, i64 i) {{

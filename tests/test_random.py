@@ -165,6 +165,83 @@ def test_philox_kat_end_to_end(be):
     assert bits[0] == (w[0] << 32) | w[1]
 
 
+# ---- quad loops: four Philox values from one block (render_numba) --------------------------------
+def _numba_sources(build):
+    """The Numba kernel sources ProgGen makes of what ``build()`` records (nothing runs)."""
+    from streamrt import proggen
+    from streamrt.scheduler.workqueue import current_queue
+    ps.sync()
+    keep = build()
+    seq = proggen.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
+    del keep
+    return [p.source for p in seq.programs if p.kind == "kernel"]
+
+
+def _quad_cases(g):
+    """One draw per loop shape the quad loops cover, with lengths that are no multiple of 4
+    (tasks and rows start mid-block: heads and tails) -> {name: (lazy result, wanted)}."""
+    k = _key(g)
+    out = {}
+    c = g.counter
+    out["1-D float32 map"] = (g.random(1001, dtype=np.float32) * 2.0,
+                              R.uniform01("philox", k, c, (1001,), np.float32) * np.float32(2.0))
+    c = g.counter
+    # a transposed operand keeps the space 2-D: quads along each row, the flat index i0 * 1001
+    t = np.arange(7007.0).reshape(1001, 7).T
+    out["2-D float64 map"] = (g.random((7, 1001)) + ps.asarray(np.ascontiguousarray(t.T)).T,
+                              R.uniform01("philox", k, c, (7, 1001), np.float64) + t)
+    c = g.counter
+    out["integer row sums (plain loop)"] = (
+        g.integers(-5, 100, size=(5, 999)).sum(axis=1),
+        R.integers("philox", k, c, -5, 105, (5, 999)).sum(axis=1))
+    c = g.counter
+    u = g.random((3, 1003), dtype=np.float32)
+    w = R.uniform01("philox", k, c, (3, 1003), np.float32)
+    out["stored values of a blocked max"] = (u, w)
+    out["blocked max"] = (u.max(axis=1), w.max(axis=1))
+    return out
+
+
+def test_quad_loops_give_the_reference_bits():
+    g = ps.random.default_rng(5)
+    cases = _quad_cases(g)
+    for name, (got, want) in cases.items():
+        got = np.asarray(got)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # every shape above was rendered with quads (the per-element helpers do the ends)
+    srcs = _numba_sources(lambda: list(_quad_cases(ps.random.default_rng(5)).values()))
+    assert srcs and all("_rngq_" in s and "qr" in s for s in srcs), srcs
+
+
+def test_quad_loops_with_a_counter_off_the_block_boundary():
+    """A counter that is not a multiple of 4 (set by hand: the Generator never makes one)
+    takes the per-element helpers for the whole loop -- the same values."""
+    g = ps.random.default_rng(6)
+    g._counter = 4 * 1000 + 3
+    for name, (got, want) in _quad_cases(g).items():
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+
+
+def test_philox_draws_start_on_block_boundaries():
+    g = ps.random.default_rng(7)
+    a = np.asarray(g.random(6, dtype=np.float32))
+    assert g.counter == 8
+    b = np.asarray(g.random(4, dtype=np.float32))
+    k = _key(g)
+    np.testing.assert_array_equal(b, R.uniform01("philox", k, 8, (4,), np.float32))
+    g.advance(3)
+    assert g.counter == 16
+    # a float32 value is one 32-bit word of a block: four values per block, in order
+    w, _ = R.philox_words(k, 0, (1,))
+    np.testing.assert_array_equal(a[:4], (np.array([x[0] for x in w], np.uint64) >> np.uint64(8))
+                                  .astype(np.float32) * np.float32(R.TWO_M24))
+    # Squares values are single hashes: no rounding
+    f = ps.random.default_rng(7, bit_generator="fast")
+    f.random(6)
+    assert f.counter == 6
+
+
 # ---- fusion and caching ---------------------------------------------------------------------------
 def test_released_random_array_never_touches_memory(stats):
     g = ps.random.default_rng(1)
@@ -262,7 +339,7 @@ def test_uniform_and_normal_follow_numpys_formulas():
     np.testing.assert_allclose(n, loc + 2.0 * R.normal("philox", k, 20, (3, 5)), rtol=1e-15)
     m = np.asarray(g.normal(loc, np.full(5, 0.5)))          # size from the parameters
     assert m.shape == (5,)
-    assert g.counter == 40
+    assert g.counter == 20 + 16 + 8     # Philox draws start at multiples of 4 (random.py)
 
 
 def test_choice():
@@ -557,16 +634,17 @@ def test_generator_as_macro_argument_and_macro_section(stats):
     g = ps.random.default_rng(61)
     x = ps.zeros(10)
     a, b = np.asarray(draw(x, g)), np.asarray(draw(x, g))
-    assert draw.replays == 1 and g.counter == 20 and not np.array_equal(a, b)
+    # (10 values: the counter moves to the next multiple of 4)
+    assert draw.replays == 1 and g.counter == 24 and not np.array_equal(a, b)
     k = _key(g)
-    np.testing.assert_array_equal(b, R.uniform01("philox", k, 10, (10,), np.float64))
+    np.testing.assert_array_equal(b, R.uniform01("philox", k, 12, (10,), np.float64))
     h = ps.random.default_rng(62)
     got = []
     for _ in range(3):
         with ps.macro_section("noise", [x]):
             y = x + h.standard_normal(10)
         got.append(np.asarray(y))
-    assert stats()["macro_cache_hits"] >= 2 and h.counter == 30
+    assert stats()["macro_cache_hits"] >= 2 and h.counter == 36
     assert len({v.tobytes() for v in got}) == 3
 
 

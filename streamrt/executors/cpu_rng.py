@@ -1,6 +1,9 @@
 """Numba helpers of the counter-based generators (streamrt/rngcore.py defines them): generated
 kernels call ``_rng_uniform_f64(g, key, ctr, i)`` and friends with the generator (0 Philox,
-1 Squares), the key and counter base (int64 kernel parameters) and the element's flat index.
+1 Squares), the key and counter base (int64 kernel parameters) and the element's flat index;
+the quad loops of render_numba call ``_rngq_*(key, ctr, i)`` for the four Philox values
+``ctr + i .. ctr + i + 3`` (``ctr + i`` a multiple of 4) from one block (float32) or two
+(64-bit values), where the per-element helpers compute a block per value.
 Everything is uint64 arithmetic (no float promotion of mixed signed/unsigned operands), so
 LLVM vectorises the element loop; floats use only +, -, *, / and sqrt, never contracted."""
 import math
@@ -10,7 +13,8 @@ from numba import njit
 
 from .. import rngcore as R
 
-__all__ = ["_rng_uniform_f64", "_rng_uniform_f32", "_rng_normal", "_rng_integers"]
+__all__ = ["_rng_uniform_f64", "_rng_uniform_f32", "_rng_normal", "_rng_integers",
+           "_rngq_uniform_f32", "_rngq_uniform_f64", "_rngq_integers"]
 
 _M32 = np.uint64(R.M32)
 _S32 = np.uint64(32)
@@ -20,6 +24,7 @@ _PM0, _PM1 = np.uint64(R.PHILOX_M0), np.uint64(R.PHILOX_M1)
 _PW0, _PW1 = np.uint64(R.PHILOX_W0), np.uint64(R.PHILOX_W1)
 _HALF = np.uint64(R.HALF)
 _S8, _S11, _S12, _S52 = np.uint64(8), np.uint64(11), np.uint64(12), np.uint64(52)
+_TWO, _THREE = np.uint64(2), np.uint64(3)
 _P53, _P52, _P51, _P50 = (np.uint64(1 << 53), np.uint64(1 << 52), np.uint64(1 << 51),
                           np.uint64(1 << 50))
 _SH = (np.uint64(32), np.uint64(16), np.uint64(8), np.uint64(4), np.uint64(2), np.uint64(1))
@@ -89,8 +94,16 @@ def _bits64(g, key, ctr, i):
     k = np.uint64(key)
     if g:
         return _squares64(n, k)
-    w0, w1, w2, w3 = _philox(k, n)
-    return (w0 << _S32) | w1
+    w0, w1, w2, w3 = _philox(k, n >> _ONE)
+    # (selects, not branches: LLVM keeps the element loop vectorised)
+    return (w2 << _S32) | w3 if n & _ONE else (w0 << _S32) | w1
+
+
+@njit(**_opts)
+def _pair64(key, n):
+    """The two 64-bit values of Philox block ``n >> 1`` (``n`` even)."""
+    w0, w1, w2, w3 = _philox(np.uint64(key), n >> _ONE)
+    return (w0 << _S32) | w1, (w2 << _S32) | w3
 
 
 @njit(**_opts)
@@ -108,16 +121,47 @@ def _mulhi64(a, b):
 
 
 @njit(**_opts)
-def _rng_integers(g, key, ctr, low, rng, i):
-    b = _bits64(g, key, ctr, i)
+def _int_of(b, low, rng):
     r = np.uint64(rng)
     off = b if r == _Z else _mulhi64(b, r)
     return np.int64(off + np.uint64(low))
 
 
 @njit(**_opts)
+def _rng_integers(g, key, ctr, low, rng, i):
+    return _int_of(_bits64(g, key, ctr, i), low, rng)
+
+
+@njit(**_opts)
+def _rngq_integers(key, ctr, low, rng, i):
+    n = np.uint64(ctr) + np.uint64(i)
+    b0, b1 = _pair64(key, n)
+    b2, b3 = _pair64(key, n + _TWO)
+    return (_int_of(b0, low, rng), _int_of(b1, low, rng), _int_of(b2, low, rng),
+            _int_of(b3, low, rng))
+
+
+@njit(**_opts)
+def _f64_of(b):
+    return np.float64(b >> _S11) * _TWO_M53
+
+
+@njit(**_opts)
 def _rng_uniform_f64(g, key, ctr, i):
-    return np.float64(_bits64(g, key, ctr, i) >> _S11) * _TWO_M53
+    return _f64_of(_bits64(g, key, ctr, i))
+
+
+@njit(**_opts)
+def _rngq_uniform_f64(key, ctr, i):
+    n = np.uint64(ctr) + np.uint64(i)
+    b0, b1 = _pair64(key, n)
+    b2, b3 = _pair64(key, n + _TWO)
+    return _f64_of(b0), _f64_of(b1), _f64_of(b2), _f64_of(b3)
+
+
+@njit(**_opts)
+def _f32_of(w):
+    return np.float32(w >> _S8) * _F24
 
 
 @njit(**_opts)
@@ -125,10 +169,20 @@ def _rng_uniform_f32(g, key, ctr, i):
     n = np.uint64(ctr) + np.uint64(i)
     k = np.uint64(key)
     if g:
-        w0 = _squares32(n, k)
-    else:
-        w0, w1, w2, w3 = _philox(k, n)
-    return np.float32(w0 >> _S8) * _F24
+        return _f32_of(_squares32(n, k))
+    w0, w1, w2, w3 = _philox(k, n >> _TWO)
+    # word n & 3 by two levels of selects (a chain of branches stopped LLVM vectorising the
+    # element loop: 7x slower)
+    odd = (n & _ONE) != _Z
+    a = w1 if odd else w0
+    b = w3 if odd else w2
+    return _f32_of(b if (n & _TWO) != _Z else a)
+
+
+@njit(**_opts)
+def _rngq_uniform_f32(key, ctr, i):
+    w0, w1, w2, w3 = _philox(np.uint64(key), (np.uint64(ctr) + np.uint64(i)) >> _TWO)
+    return _f32_of(w0), _f32_of(w1), _f32_of(w2), _f32_of(w3)
 
 
 @njit(**_opts)
