@@ -14,7 +14,8 @@ from numba import njit
 from .. import rngcore as R
 
 __all__ = ["_rng_uniform_f64", "_rng_uniform_f32", "_rng_normal", "_rng_integers",
-           "_rngq_uniform_f32", "_rngq_uniform_f64", "_rngq_integers"]
+           "_rngq_uniform_f32", "_rngq_uniform_f64", "_rngq_integers",
+           "_rng1_uniform_f64", "_rng1_uniform_f32", "_rng1_normal", "_rng1_integers"]
 
 _M32 = np.uint64(R.M32)
 _S32 = np.uint64(32)
@@ -263,3 +264,13 @@ def _rng_normal(g, key, ctr, i):
         return _box_muller(_squares64(n, k), _squares64(n + _HALF, k))
     w0, w1, w2, w3 = _philox(k, n)
     return _box_muller((w0 << _S32) | w1, (w2 << _S32) | w3)
+
+
+# The same per-element helpers as calls, not inlined: a quad loop's few leftover elements
+# (render_numba) call these, so a kernel compiles the generator's code once, in its quads
+# (Monte Carlo pi's kernel: 4.8 -> ~3 s to compile with the leftovers inlined too).
+_called = dict(cache=True, error_model="numpy")
+_rng1_uniform_f64 = njit(**_called)(_rng_uniform_f64.py_func)
+_rng1_uniform_f32 = njit(**_called)(_rng_uniform_f32.py_func)
+_rng1_normal = njit(**_called)(_rng_normal.py_func)
+_rng1_integers = njit(**_called)(_rng_integers.py_func)

@@ -91,8 +91,10 @@ def _args(p, local):
 # draw at such a counter, random.py): each op's four values come from one helper call
 # (``OPS[..].quad``: one block, or two), the element body is emitted four times reading them,
 # and LLVM vectorises across quads. The few elements before the first quad and after the last
-# (all of them if a counter is not a multiple of 4) run the per-element helpers. Monte Carlo
-# pi's count over 2 x 50M float32 uniforms: 75 -> ~22 ms.
+# (all of them if a counter is not a multiple of 4: correct, scalar, slow -- the Generator
+# never makes such a counter) call the per-element helpers, not inlined (``_rng1_``: the
+# kernel compiles the generator once). Monte Carlo pi's count over 2 x 50M float32
+# uniforms: 75 -> ~22 ms.
 def _quads(k, local):
     """[(op number, helper call)] of ``k``'s counter ops that have a quad helper."""
     out = []
@@ -104,8 +106,9 @@ def _quads(k, local):
 
 
 def _quad_variants(k, body_at, quads, local):
-    """The element body for each of a quad's four elements: the quad ops' lines read
-    ``g{n}_{j}``, the others are as in ``body``."""
+    """The element body for each of a quad's four elements (the quad ops' lines read
+    ``g{n}_{j}``, the others are as in ``body``), then for the leftover elements (every
+    counter op calls its ``_rng1_`` helper instead of inlining ``_rng_``)."""
     out = []
     for j in range(4):
         lines = dict(body_at)
@@ -113,6 +116,13 @@ def _quad_variants(k, body_at, quads, local):
             p = k.ops[n]
             lines[n] = map_line(p, n, dict(local), expr=f"g{n}_{j}")
         out.append([lines[n] for n in sorted(lines)])
+    lines = dict(body_at)
+    for n, p in enumerate(k.ops):
+        if p.kind == "map" and OPS[p.op].counter:
+            e = numba_expr(OPS[p.op], p.loop_dtype, _args(p, local))
+            assert e.startswith("_rng_"), e
+            lines[n] = map_line(p, n, dict(local), expr="_rng1_" + e[len("_rng_"):])
+    out.append([lines[n] for n in sorted(lines)])
     return out
 
 
@@ -124,8 +134,8 @@ def _quad_align(src, k, local, quads):
 
 def _quad_loop(src, depth, var, count, ei0, quads, element, par=False):
     """``for {var} in range({count}): element(depth, None)`` as quads (see above):
-    ``element(depth, j)`` emits the body of the quad's element ``j`` (``ei`` and ``var`` set),
-    ``ei0`` is the flat index at ``var == 0``."""
+    ``element(depth, j)`` emits the body of the quad's element ``j`` (``ei`` and ``var`` set;
+    ``j == 4``: a leftover element's), ``ei0`` is the flat index at ``var == 0``."""
     src(depth, f"qh = min((-({ei0})) & 3 if qa else {count}, {count})")
     src(depth, f"qn = ({count} - qh) >> 2")
     src(depth, f"for qq in {'prange' if par else 'range'}(qn):")
@@ -140,7 +150,7 @@ def _quad_loop(src, depth, var, count, ei0, quads, element, par=False):
     # the elements before the first quad and after the last, in one loop
     src(depth, f"for qr in range({count} - 4 * qn):")
     src(depth + 1, f"{var} = qr if qr < qh else qr + 4 * qn")
-    element(depth + 1, None)
+    element(depth + 1, 4)
 
 
 def render(k):
