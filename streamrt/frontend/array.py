@@ -757,19 +757,19 @@ def _binop(name, reflected=False):
         c = fr.f_code
         # the caller is the user's code (known not internal): its site without the walk
         site = CallSite(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
-        chain = _PIECEWISE_DATA and _TEMP_RC
-        if chain:
+        if _PIECEWISE_DATA and _TEMP_RC:
             # which operands are temporaries of the caller's expression (held by its stack
             # alone): their chained pieces may be read (frontend/pieces.py)
             _tls.temps = (self._port.id if _getrefcount(self) == _TEMP_RC else None,
                           other._port.id if type(other) is Array
                           and _getrefcount(other) == _TEMP_RC else None)
-        try:
-            r = fast(self, other, site)
-            return r if r is not None else slow(self, other, site)
-        finally:
-            if chain:
+            try:
+                r = fast(self, other, site)
+                return r if r is not None else slow(self, other, site)
+            finally:
                 _tls.temps = ()
+        r = fast(self, other, site)
+        return r if r is not None else slow(self, other, site)
     f.__name__ = name
     return f
 
