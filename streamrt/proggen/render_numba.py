@@ -133,9 +133,10 @@ def _quad_align(src, k, local, quads):
 
 
 def _quad_loop(src, depth, var, count, ei0, quads, element, par=False):
-    """``for {var} in range({count}): element(depth, None)`` as quads (see above):
-    ``element(depth, j)`` emits the body of the quad's element ``j`` (``ei`` and ``var`` set;
-    ``j == 4``: a leftover element's), ``ei0`` is the flat index at ``var == 0``."""
+    """An element loop over ``{var}`` in ``range({count})``, as quads (see above), at
+    ``depth``: ``element(depth, j)`` emits the body of quad element ``j`` (0-3; 4: a leftover
+    element) with ``{var}`` set; ``ei0`` is the flat index at ``{var} == 0``; ``par``: the
+    quads are the kernel's parallel loop."""
     src(depth, f"qh = min((-({ei0})) & 3 if qa else {count}, {count})")
     src(depth, f"qn = ({count} - qh) >> 2")
     src(depth, f"for qq in {'prange' if par else 'range'}(qn):")
@@ -164,7 +165,6 @@ def render(k):
 
     # ---- kernel body (loads, ops, stores, accumulator updates) ------------------------------
     local = {}
-    body = []
     nload = len(k.loads)
     for ai, a in enumerate(k.loads):
         local[a.port.id] = (f"x{ai}", a.port.dtype)
@@ -240,8 +240,8 @@ def render(k):
     hoisted = set()         # loads invariant along the innermost loop, read before it
 
     def emit_element(depth, idx_exprs, ie=None, j=None):
-        """One element: its loads, body (quad element ``j``'s, or the per-element one) and
-        stores."""
+        """One element: its loads, body (None: the per-element one; 0-3: a quad element's;
+        4: a quad loop's leftover element's) and stores."""
         if ie is not None:
             src(depth, f"ei = {ie}")
         for ai in range(nload):
