@@ -200,7 +200,11 @@ print(time.perf_counter() - t0)
 
 
 def _run(code, cache, cold_tier=False):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
+    # (bytecode cached under the temporary directory, as an installed package has it:
+    # PYTHONDONTWRITEBYTECODE would recompile every module of an editable install per child)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("STREAMRT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(cache, "pycache")
     env["STREAMRT_CACHE_DIR"] = cache
     # the kernel path is measured with the cold tier off (it would interpret the first call)
     env["STREAMRT_COLD_INTERPRET"] = "1" if cold_tier else "0"
