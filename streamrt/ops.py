@@ -334,15 +334,17 @@ def operand_dtypes(p) -> list:
     return loop_operands(p.op, p.loop_dtype, op.arity)
 
 
-def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
-    t = op.numba
+def _expand(t, loop_dtype, args):
     return t(loop_dtype, args) if callable(t) else t.format(*args)
+
+
+def numba_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
+    return _expand(op.numba, loop_dtype, args)
 
 
 def quad_expr(op: Op, loop_dtype: np.dtype, args: tuple[str, ...]) -> str:
     """The call of a counter op's quad helper (``Op.quad``): its four values."""
-    t = op.quad
-    return t(loop_dtype, args) if callable(t) else t.format(*args)
+    return _expand(op.quad, loop_dtype, args)
 
 
 # ---- vectorisable transcendental functions (executors/vecmath.py) ----------------------------

@@ -122,7 +122,8 @@ class Generator:
         """How far a draw of ``n`` values moves the counter: Philox draws start on a block
         boundary (a multiple of 4 values, rngcore), so the quad loops of the Numba renderer
         find every draw of a kernel aligned alike."""
-        return n if self.bit_generator != "philox" else -(-n // 4) * 4
+        b = rngcore.BLOCK_VALUES
+        return n if self.bit_generator != "philox" else -(-n // b) * b
 
     def advance(self, n):
         """Skip ``n`` values (as drawing them would)."""

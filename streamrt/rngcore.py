@@ -53,6 +53,8 @@ COS_C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(1, 10))      # 
 SIN_C = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(1, 10))  # x^3 .. x^19
 
 GENERATORS = ("philox", "fast")
+BLOCK_VALUES = 4        # float32 values per Philox block: a Philox draw starts at a multiple
+                        # (random.py), the Numba renderer's quads take this many at a time
 
 
 # ---- keys ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ _PM0, _PM1 = np.uint64(R.PHILOX_M0), np.uint64(R.PHILOX_M1)
 _PW0, _PW1 = np.uint64(R.PHILOX_W0), np.uint64(R.PHILOX_W1)
 _HALF = np.uint64(R.HALF)
 _S8, _S11, _S12, _S52 = np.uint64(8), np.uint64(11), np.uint64(12), np.uint64(52)
-_TWO, _THREE = np.uint64(2), np.uint64(3)
+_TWO = np.uint64(2)
 _P53, _P52, _P51, _P50 = (np.uint64(1 << 53), np.uint64(1 << 52), np.uint64(1 << 51),
                           np.uint64(1 << 50))
 _SH = (np.uint64(32), np.uint64(16), np.uint64(8), np.uint64(4), np.uint64(2), np.uint64(1))
@@ -266,8 +266,8 @@ def _rng_normal(g, key, ctr, i):
     return _box_muller((w0 << _S32) | w1, (w2 << _S32) | w3)
 
 
-# The same per-element helpers as calls, not inlined: a quad loop's few leftover elements
-# (render_numba) call these, so a kernel compiles the generator's code once, in its quads
+# The same per-element helpers as calls, not inlined (``_rng1_`` for ``_rng_``: render_numba
+# renames the call): a quad loop's few leftover elements call these, so a kernel compiles the generator's code once, in its quads
 # (Monte Carlo pi's kernel: 4.8 -> ~3 s to compile with the leftovers inlined too).
 _called = dict(cache=True, error_model="numpy")
 _rng1_uniform_f64 = njit(**_called)(_rng_uniform_f64.py_func)

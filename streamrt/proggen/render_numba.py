@@ -84,11 +84,11 @@ def _args(p, local):
     return args + ("ei",) if OPS[p.op].counter else args
 
 
-# Quad loops. A Philox block feeds four float32 values or two 64-bit ones (rngcore), and the
-# per-element helpers compute a whole block for each value. Where a kernel's flat element
-# index steps by one along its element loop, the loop runs four elements at a time from
-# where ``ctr + ei`` is a multiple of 4 for every Philox op (the Generator starts every Philox
-# draw at such a counter, random.py): each op's four values come from one helper call
+# Quad loops. A Philox block feeds four float32 values (rngcore.BLOCK_VALUES) or two 64-bit
+# ones, and the per-element helpers compute a whole block for each value. Where a kernel's
+# flat element index steps by one along its element loop, the loop runs four elements at a
+# time from where ``ctr + ei`` is a multiple of 4 for every Philox op (the Generator starts
+# every Philox draw at such a counter, random.py): each op's four values come from one call
 # (``OPS[..].quad``: one block, or two), the element body is emitted four times reading them,
 # and LLVM vectorises across quads. The few elements before the first quad and after the last
 # (all of them if a counter is not a multiple of 4: correct, scalar, slow -- the Generator
@@ -114,14 +114,14 @@ def _quad_variants(k, body_at, quads, local):
         lines = dict(body_at)
         for n, _ in quads:
             p = k.ops[n]
-            lines[n] = map_line(p, n, dict(local), expr=f"g{n}_{j}")
+            lines[n] = map_line(p, n, local, expr=f"g{n}_{j}")
         out.append([lines[n] for n in sorted(lines)])
     lines = dict(body_at)
     for n, p in enumerate(k.ops):
         if p.kind == "map" and OPS[p.op].counter:
             e = numba_expr(OPS[p.op], p.loop_dtype, _args(p, local))
             assert e.startswith("_rng_"), e
-            lines[n] = map_line(p, n, dict(local), expr="_rng1_" + e[len("_rng_"):])
+            lines[n] = map_line(p, n, local, expr="_rng1_" + e[len("_rng_"):])
     out.append([lines[n] for n in sorted(lines)])
     return out
 
