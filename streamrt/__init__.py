@@ -162,3 +162,9 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'streamrt' has no attribute {name!r}")
+
+
+# ---- the C record path (streamrt/_native.c, when built): the hot operators in C ------------
+from .frontend import native as _native_mod  # noqa: E402
+
+_native_mod.install()

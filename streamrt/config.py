@@ -145,11 +145,16 @@ _GLOBAL: dict[str, Any] = {}
 _thread_dicts: list = []       # every thread's cached values (invalidated by set/reload)
 
 
+listeners: list = []          # called after any setting changed (frontend/native.py)
+
+
 def _invalidate(names=None):
     for d in list(_thread_dicts):
         for k in list(d):
             if k != "_overrides" and (names is None or k in names or k == "_settings_key"):
                 d.pop(k, None)
+    for f in listeners:
+        f()
 
 
 settings = Settings()
@@ -181,12 +186,16 @@ def override(**kw):
     d = settings.__dict__
     for k in (*kw, "_settings_key"):       # (caches/keys.py keeps the key settings there)
         d.pop(k, None)
+    for f in listeners:
+        f()
     try:
         yield
     finally:
         settings._overrides = old
         for k in (*kw, "_settings_key"):
             d.pop(k, None)
+        for f in listeners:
+            f()
 
 
 def cache_dir() -> str:

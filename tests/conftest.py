@@ -12,6 +12,9 @@ import tempfile
 
 # CI sets this: the OpenCL suites must run there (PoCL is installed), not skip silently
 _require_opencl = os.environ.get("STREAMRT_TEST_REQUIRE_OPENCL") == "1"
+# ... and the C record path must be built there (a failed build would otherwise leave every
+# operator on the Python path, tests/test_native.py skipped)
+_require_native = os.environ.get("STREAMRT_TEST_REQUIRE_NATIVE") == "1"
 _cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
     tempfile.gettempdir(), f"streamrt-test-cache-{os.getuid()}")
 for _k in [k for k in os.environ if k.startswith("STREAMRT_")]:
@@ -32,6 +35,11 @@ hypothesis.configuration.set_hypothesis_home_dir(
 
 
 def pytest_configure(config):
+    if _require_native:
+        from streamrt.frontend import native
+        if not native.available():
+            raise pytest.UsageError("STREAMRT_TEST_REQUIRE_NATIVE=1 but the C record path "
+                                    "(streamrt/_native.c) is not built or not installed")
     if _require_opencl:
         from helpers import OPENCL
         if not OPENCL:

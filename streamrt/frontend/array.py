@@ -771,6 +771,7 @@ def _binop(name, reflected=False):
         r = fast(self, other, site)
         return r if r is not None else slow(self, other, site)
     f.__name__ = name
+    f._slow, f._reflected = slow, reflected      # (for the C operator: frontend/native.py)
     return f
 
 

@@ -13,6 +13,7 @@ from .array import (HANDLED_FUNCTIONS, Array, astype as _astype, broadcast_to as
                     normalize_axes, operand, record_map, record_reduce, record_unary,
                     reshape as _reshape, transpose as _transpose)
 from .errors import ArgumentError, callsite, record_error
+from . import native as _native
 
 __all__ = []
 
@@ -48,7 +49,8 @@ _g = globals()
 for _name, _op in OPS.items():
     if _name in ("astype", "where") or _op.counter:
         continue
-    _g[_name] = _make_map(_name)
+    _g[_name] = _make_map(_name) if _op.arity != 1 else \
+        _native.map_function(_name, _make_map(_name))     # (the C record path, if built)
     __all__.append(_name)
     for _al in _op.aliases:
         _g[_al] = _g[_name]

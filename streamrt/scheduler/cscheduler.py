@@ -46,7 +46,7 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
-        released = tuple([p.nrefs <= 0 for p in kports if p.state == NEW])
+        released = released_flags(kports)
         key = keys.trace_key(executor.name, kparts, released, macro_key)
         t = cache.lookup(key)
         prof = collector._active
@@ -141,6 +141,12 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
                   f"programs ({nk} kernels)", file=sys.stderr)
         dispatch(seq, executor, inline=reason in ("read", "sync"))
         return seq
+
+
+def released_flags(kports):
+    """The trace key's released flags: of the ports this flush computes, which no Array holds
+    any more (replaced by its C twin, frontend/native.py)."""
+    return tuple([p.nrefs <= 0 for p in kports if p.state == NEW])
 
 
 def _unwritten(entries):

@@ -117,13 +117,27 @@ def _host(v):
     return v if v is None or isinstance(v, np.ndarray) else v.host()
 
 
+def _lock_type():
+    """threading.RLock, or its twin the C record path takes without a method call."""
+    from ..frontend import native
+    return native.QueueLock if native.QueueLock is not None else threading.RLock
+
+
+_queue_lock = _lock_type()
+
+
 class WorkQueue:
     """The recorded-but-not-yet-scheduled entries of one application thread, and the trace
     key accumulated alongside them (one key entry per compute entry, see caches/keys.py)."""
 
+    # (slots: the C record path, streamrt/_native.c, reads and writes them at fixed offsets)
+    __slots__ = ("entries", "lock", "pending_computes", "keyparts", "kports", "num",
+                 "recording", "recorded", "max_elements", "taken_max", "_shape", "limit",
+                 "epoch", "__weakref__")
+
     def __init__(self):
         self.entries = []          # ('compute', port) | ('hint', what, site)
-        self.lock = threading.RLock()
+        self.lock = _queue_lock()
         self.pending_computes = 0
         self.keyparts = []         # trace-key entries, one per compute entry
         self.kports = []           # ports numbered by the key (first occurrence order)
@@ -133,6 +147,7 @@ class WorkQueue:
         self.max_elements = 0      # the largest compute entry's size (placement: small work)
         self.taken_max = 0         # ... of the entries the last take_trace returned
         self._shape = None
+        self.limit = self.epoch = 0   # the C path's copy of queue_threshold, of settings epoch
         stats.register_counter(self)
 
     def compute(self, port):

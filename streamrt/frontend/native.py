@@ -1,0 +1,102 @@
+"""The C record path (streamrt/_native.c): Array operators, one-operand map functions and
+Array.__del__ replaced by C objects that record the common case themselves and call the
+Python implementation (which stays the definition) for everything else.
+
+Built with the package when a C compiler is present (``setup.py``: an optional extension);
+without it, or with ``STREAMRT_NATIVE=0``, the Python path runs alone and nothing else
+changes. ``ps.runtime_stats()["native_record"]`` says which path records."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+
+ABI = 1                      # the interface version of _native.c this module drives
+
+try:
+    from .. import _native
+except ImportError:          # not built (no compiler at install time): the Python path
+    _native = None
+if _native is not None and getattr(_native, "ABI", None) != ABI:
+    import warnings
+    warnings.warn("streamrt: the C record path was built from an older source; recording in "
+                  "Python (rebuild: pip install -e . or ./dev.sh)", RuntimeWarning)
+    _native = None
+
+_on = os.environ.get("STREAMRT_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+_installed = False
+# the work queue's lock (scheduler/workqueue.py): threading.RLock's methods, taken by the C path
+# without a method call
+QueueLock = _native.QueueLock if _native is not None and _on else None
+
+
+def available() -> bool:
+    """Whether the C path is built, installed and switched on."""
+    return _installed and _native is not None and _enable_state()
+
+
+def _enable_state():
+    was = _native.enable(True)
+    _native.enable(was)
+    return was
+
+
+def install():
+    """Configure the C path with the Python path's classes and memo dicts, and put the C
+    operators on Array (called once, by ``streamrt/__init__.py`` after the namespace)."""
+    global _installed
+    if _installed or _native is None or not _on:
+        return
+    from .. import config
+    from ..config import settings
+    from ..caches import keys
+    from ..scheduler import workqueue
+    from . import array, errors, pieces
+    _native.configure({
+        "Array": array.Array, "Port": workqueue.Port, "CallSite": errors.CallSite,
+        "WorkQueue": workqueue.WorkQueue, "ids": workqueue._ids, "internal": errors._INTERNAL,
+        "fast": array._FAST, "ufast": array._UFAST, "piecewise": pieces.PIECEWISE.data,
+        "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue, "settings": settings,
+        "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
+        "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
+        "NEW": workqueue.NEW, "DONE": workqueue.DONE, "SUBMITTED": workqueue.SUBMITTED,
+        "DEAD": workqueue.DEAD})
+    Array = array.Array
+    for name, f in list(vars(Array).items()):
+        slow = getattr(f, "_slow", None)
+        if slow is not None:
+            setattr(Array, name, functools.update_wrapper(
+                _native.BinOp(f.__name__, f._reflected, f, slow), f))
+    Array.__del__ = _native.ArrayDel()
+    config.listeners.append(_native.settings_changed)
+    from ..scheduler import cscheduler
+    cscheduler.released_flags = _native.released_flags
+    cscheduler._unwritten = _native.unwritten
+    _installed = True
+
+
+def count(reset=False) -> int:
+    """Ops recorded entirely by the C path since the last reset (the rest of ``ops_recorded``
+    went through Python)."""
+    return _native.native_count(reset) if _native is not None and _installed else 0
+
+
+def map_function(name, f):
+    """``f`` (a one-operand function of frontend/math.py) as a C MapFunc when the C path is
+    built and on; ``f`` itself otherwise."""
+    if _native is None or not _on:
+        return f
+    return functools.update_wrapper(_native.MapFunc(name, f), f)
+
+
+@contextlib.contextmanager
+def disabled():
+    """Record on the Python path inside the block (tests compare the two paths)."""
+    if _native is None:
+        yield
+        return
+    was = _native.enable(False)
+    try:
+        yield
+    finally:
+        _native.enable(was)

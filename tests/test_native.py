@@ -1,0 +1,245 @@
+"""The C record path (streamrt/_native.c, frontend/native.py): it is built and installed (CI
+requires it), and it records exactly what the Python path records -- the same trace-key
+entries, ports, work-queue entries, release counts and errors at the user's line."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import streamrt as ps
+from streamrt.frontend import native
+from streamrt.scheduler import workqueue
+
+needs_native = pytest.mark.skipif(native._native is None,
+                                  reason="the C extension is not built here")
+
+
+@needs_native
+def test_installed():
+    # (CI sets STREAMRT_TEST_REQUIRE_NATIVE=1: conftest.py then fails the whole run if the
+    # extension is not built, rather than skipping this file)
+    assert native.available()
+    assert type(ps.Array.__dict__["__add__"]).__name__ == "BinOp"
+    assert type(ps.Array.__dict__["__del__"]).__name__ == "ArrayDel"
+    assert type(ps.sqrt).__name__ == "MapFunc"
+    assert type(workqueue.current_queue().lock).__name__ == "QueueLock"
+    assert ps.runtime_stats()["native_record"] == 1
+
+
+def _record(fn, *args):
+    """Run ``fn`` on a fresh work queue; return what it recorded: the key entries, and per
+    entry the port's description (without ids), before anything is flushed."""
+    ps.sync()
+    q = workqueue.current_queue()
+    out = fn(*args)
+    keys = list(q.keyparts)
+    ports = []
+    for e in q.entries:
+        p = e[1]
+        ports.append((p.kind, p.op, p.dtype, p.shape, p.params, p.loop_dtype, p.state,
+                      p.nrefs, p.site.code, p.site.lasti,
+                      tuple((i.kind, i.dtype, i.params, i.scalar) for i in p.inputs)))
+    released = tuple(p.nrefs <= 0 for p in q.kports if p.state == workqueue.NEW)
+    return keys, ports, released, out
+
+
+def _program(u, v, w, z):
+    a = u + v                      # array (op) array
+    b = a * 2.0 - 1                # array (op) float, array (op) int
+    c = 3.0 / (b + 0.5)            # reflected
+    d = ps.sqrt(ps.abs(c)) ** 2    # map functions, power with a small integer exponent
+    e = (d > u) & (v <= 1.0)       # comparisons, a boolean operator
+    f = w + z                      # int32 + int64
+    g = f // 3 - f % 4             # integer floor division and remainder
+    h = u[::2] * 2.0               # a view
+    s = u.sum() * v                # a computed 0-d array against an array
+    k = ps.exp(u) + ps.negative(v)
+    del a                          # released before the read
+    return b, c, d, e, g, h, s, k
+
+
+@needs_native
+def test_records_what_the_python_path_records():
+    rng = np.random.default_rng(0)
+    u = ps.asarray(rng.random(64).astype(np.float32))
+    v = ps.asarray(rng.random(64).astype(np.float32))
+    w = ps.asarray(rng.integers(-9, 9, 64).astype(np.int32))
+    z = ps.asarray(rng.integers(-9, 9, 64).astype(np.int64))
+    _record(_program, u, v, w, z)            # memo dicts filled (both paths read them)
+    with native.disabled():
+        kp, pp, rp, out_p = _record(_program, u, v, w, z)
+        ref = [np.asarray(x) for x in out_p]
+    assert native.available()
+    kc, pc, rc, out_c = _record(_program, u, v, w, z)
+    assert kc == kp
+    assert pc == pp
+    assert rc == rp
+    for x, r in zip(out_c, ref):
+        np.testing.assert_array_equal(np.asarray(x), r)
+
+
+@needs_native
+def test_same_trace_cache_entry_from_either_path(stats):
+    u = ps.asarray(np.arange(100, dtype=np.float64))
+
+    def step(x):
+        return float(ps.max(x * 0.5 + 1.0 - x / 3.0))
+
+    with native.disabled():
+        first = step(u)
+    n = stats()["trace_cache_misses"]
+    assert step(u) == first
+    assert stats()["trace_cache_misses"] == n          # the C path's key hit the same entry
+    assert stats()["trace_cache_hits"] >= 1
+
+
+@needs_native
+def test_hot_operators_are_recorded_in_c(stats):
+    u = ps.asarray(np.ones(100, np.float32))
+    v = ps.asarray(np.ones(100, np.float32))
+
+    def body(u, v):
+        return ps.sqrt(u * 0.5 + v) - 1.0 / v, u < v
+
+    body(u, v)                       # first occurrences validate on the Python path
+    ps.sync()
+    ps.reset_stats()
+    for _ in range(10):
+        a, b = body(u, v)
+    s = stats()
+    assert s["ops_recorded"] == 60
+    assert s["ops_recorded_native"] == 60
+
+
+@needs_native
+def test_release_counts_and_views():
+    u = ps.asarray(np.ones(10, np.float32))
+    x = u * 2.0
+    p = x._port
+    assert p.nrefs == 1
+    y = x[1:4]                      # a view keeps its base alive
+    assert p.nrefs == 2
+    del x
+    assert p.nrefs == 1
+    vp = y._port
+    del y
+    gc.collect()
+    assert vp.nrefs == 0 and p.nrefs == 0
+
+
+@needs_native
+def test_errors_name_the_users_line():
+    u = ps.asarray(np.ones(3, np.float32))
+    v = ps.asarray(np.ones(4, np.float32))
+    with pytest.raises(ps.ShapeError) as e:
+        u + v                                        # the marked line
+    assert f"test_native.py:{e.tb.tb_lineno}" in str(e.value)
+    w = ps.asarray(np.ones(3, np.int32))
+    with pytest.raises(ps.StreamrtOverflowError) as e:
+        w + 2 ** 40
+    assert f"test_native.py:{e.tb.tb_lineno}" in str(e.value)
+    with pytest.raises(ps.ArgumentError):
+        u + object()
+    with pytest.raises(ps.DTypeError):
+        ps.sqrt(u, dtype="no such dtype")
+
+
+@needs_native
+def test_map_function_keeps_its_identity():
+    import inspect
+    assert ps.sqrt.__name__ == "sqrt"
+    assert "sqrt" in ps.sqrt.__doc__
+    assert list(inspect.signature(ps.sqrt).parameters) == ["x", "out", "dtype"]
+    u = ps.asarray(np.array([4.0, 9.0]))
+    np.testing.assert_array_equal(np.asarray(ps.sqrt(u, dtype=np.float32)), [2, 3])
+    assert ps.sqrt(4.0) == 2.0                       # a Python scalar: the Python path
+    assert ps.Array.__add__.__name__ == "add"
+    assert ps.Array.__radd__(u, 1.0).shape == (2,)   # called unbound, as a method
+
+
+@needs_native
+def test_queue_threshold_setting_is_seen_by_the_c_path(stats):
+    u = ps.asarray(np.ones(8, np.float32))
+    with ps.config.override(queue_threshold=4):
+        x = u
+        for _ in range(20):
+            x = x + 1.0
+        assert stats()["flushes"] >= 2               # the threshold flushed on the way
+    x = u
+    for _ in range(20):
+        x = x + 1.0
+    n = stats()["flushes"]
+    np.testing.assert_array_equal(np.asarray(x), np.full(8, 21.0, np.float32))
+    assert stats()["flushes"] == n + 1               # back to the default: one flush, the read
+
+
+@needs_native
+def test_threads_record_their_own_queues():
+    a = np.random.default_rng(1).random(1000)
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            x = ps.asarray(a)
+            for _ in range(200):
+                x = x * 0.5 + k
+            results[k] = np.asarray(x)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    for k in range(4):
+        ref = a.copy()
+        for _ in range(200):
+            ref = ref * 0.5 + k
+        np.testing.assert_allclose(results[k], ref)
+
+
+@needs_native
+def test_an_array_from_another_threads_queue():
+    made = {}
+
+    def record():
+        made["x"] = ps.asarray(np.arange(5.0)) * 2.0      # recorded, not flushed, there
+
+    t = threading.Thread(target=record)
+    t.start()
+    t.join()
+    y = made["x"] + 1.0              # its queue is flushed from here (the Python path)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(5.0) * 2.0 + 1.0)
+
+
+@needs_native
+def test_queue_lock_is_reentrant_and_owned():
+    lock = native.QueueLock()
+    assert lock.acquire() and lock.acquire()         # reentrant
+    assert lock._is_owned()
+    lock.release()
+    lock.release()
+    assert not lock._is_owned()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with lock:
+        got = []
+        t = threading.Thread(target=lambda: got.append(lock.acquire(False)))
+        t.start()
+        t.join()
+        assert got == [False]                        # held by this thread
+    t = threading.Thread(target=lambda: got.append(lock.acquire(False)) or lock.release())
+    t.start()
+    t.join()
+    assert got == [False, True]
+
+
+def test_disabled_path_gives_the_same_values():
+    u = ps.asarray(np.linspace(0, 1, 50, dtype=np.float32))
+    with native.disabled():
+        a = np.asarray(ps.sqrt(u * 3.0 + 1.0) - u)
+    b = np.asarray(ps.sqrt(u * 3.0 + 1.0) - u)
+    np.testing.assert_array_equal(a, b)
