@@ -35,7 +35,7 @@ static Py_ssize_t P_id, P_kind, P_op, P_dtype, P_shape, P_inputs, P_params, P_si
     P_value, P_state, P_error, P_nrefs, P_scalar, P_loop_dtype, P_ref, P_holders;
 static Py_ssize_t S_code, S_lasti, S_lineno;
 static Py_ssize_t Q_entries, Q_lock, Q_pending, Q_keyparts, Q_kports, Q_num, Q_recorded,
-    Q_max_elements, Q_shape, Q_limit, Q_epoch;
+    Q_max_elements, Q_shape, Q_limit, Q_epoch, Q_follow, Q_fpos;
 static PyObject *ids;            /* itertools.count: port ids, shared with Port.__init__ */
 static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/NumPy) / False */
 static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
@@ -321,63 +321,66 @@ static PyObject *external(PyObject *i, PyObject *num, PyObject *kports) {
     return PyTuple_Pack(3, s_S, SLOT(i, P_dtype), SLOT(i, P_params));
 }
 
-/* keys.trace_entry */
-static PyObject *trace_entry(PyObject *port, PyObject *num, PyObject *kports) {
+/* keys.trace_entry, in two steps: the numbering (the inputs not numbered yet, then the port
+ * itself), and the entry -- built, or compared with the followed trace's entry without
+ * building it (WorkQueue.follow). */
+#define MAXINS 8
+
+/* vals[k]: the number or external descriptor of input k (new refs); 0 or -1 */
+static int number_inputs(PyObject *port, PyObject *num, PyObject *kports, PyObject **vals,
+                         Py_ssize_t n) {
     PyObject *inputs = SLOT(port, P_inputs);
-    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
-    PyObject *ins = PyTuple_New(n);
-    if (ins == NULL)
-        return NULL;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *i = PyTuple_GET_ITEM(inputs, k);
         PyObject *x = PyDict_GetItemWithError(num, SLOT(i, P_id));
-        if (x != NULL) {
+        if (x != NULL)
             Py_INCREF(x);
-        } else {
-            if (PyErr_Occurred() || (x = external(i, num, kports)) == NULL) {
-                Py_DECREF(ins);
-                return NULL;
-            }
+        else if (PyErr_Occurred() || (x = external(i, num, kports)) == NULL) {
+            while (k-- > 0)
+                Py_DECREF(vals[k]);
+            return -1;
         }
-        PyTuple_SET_ITEM(ins, k, x);
+        vals[k] = x;
     }
     PyObject *pos = PyLong_FromSsize_t(PyList_GET_SIZE(kports));
-    if (pos == NULL || PyDict_SetItem(num, SLOT(port, P_id), pos) < 0 ||
-        PyList_Append(kports, port) < 0) {
-        Py_XDECREF(pos);
-        Py_DECREF(ins);
-        return NULL;
-    }
-    Py_DECREF(pos);
-    PyObject *site = SLOT(port, P_site);
-    PyObject *params = SLOT(port, P_params);
+    int rc = pos == NULL || PyDict_SetItem(num, SLOT(port, P_id), pos) < 0 ||
+             PyList_Append(kports, port) < 0 ? -1 : 0;
+    Py_XDECREF(pos);
+    if (rc < 0)
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_DECREF(vals[k]);
+    return rc;
+}
+
+/* the port's params as they enter the key (keys._hashable); new ref */
+static PyObject *key_params(PyObject *params) {
     int truth = PyObject_IsTrue(params);
-    if (truth < 0) {
-        Py_DECREF(ins);
+    if (truth < 0)
+        return NULL;
+    if (truth && PyObject_Hash(params) == -1) {
+        PyErr_Clear();
+        return PyObject_Repr(params);
+    }
+    return Py_NewRef(params);
+}
+
+/* the entry (steals vals) */
+static PyObject *build_entry(PyObject *port, PyObject **vals, Py_ssize_t n) {
+    PyObject *ins = PyTuple_New(n);
+    if (ins == NULL) {
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_DECREF(vals[k]);
         return NULL;
     }
-    PyObject *hp;
-    if (truth) {                 /* keys._hashable */
-        if (PyObject_Hash(params) == -1) {
-            PyErr_Clear();
-            hp = PyObject_Repr(params);
-        } else {
-            hp = Py_NewRef(params);
-        }
-    } else {
-        hp = Py_NewRef(params);
-    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(ins, k, vals[k]);
+    PyObject *site = SLOT(port, P_site);
+    PyObject *hp = key_params(SLOT(port, P_params));
     PyObject *cid = PyLong_FromVoidPtr(SLOT(site, S_code));
-    if (hp == NULL || cid == NULL) {
+    PyObject *e = hp == NULL || cid == NULL ? NULL : PyTuple_New(9);
+    if (e == NULL) {
         Py_XDECREF(hp);
         Py_XDECREF(cid);
-        Py_DECREF(ins);
-        return NULL;
-    }
-    PyObject *e = PyTuple_New(9);
-    if (e == NULL) {
-        Py_DECREF(hp);
-        Py_DECREF(cid);
         Py_DECREF(ins);
         return NULL;
     }
@@ -391,6 +394,109 @@ static PyObject *trace_entry(PyObject *port, PyObject *num, PyObject *kports) {
     PyTuple_SET_ITEM(e, 7, Py_NewRef(SLOT(port, P_loop_dtype)));
     PyTuple_SET_ITEM(e, 8, ins);
     return e;
+}
+
+static inline int eq(PyObject *a, PyObject *b) {
+    return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* whether ``e`` is the entry build_entry would make (1 / 0 / -1) */
+static int entry_matches(PyObject *e, PyObject *port, PyObject **vals, Py_ssize_t n) {
+    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 9)
+        return 0;
+    PyObject *site = SLOT(port, P_site);
+    PyObject *e0 = PyTuple_GET_ITEM(e, 0), *ins = PyTuple_GET_ITEM(e, 8);
+    if (!PyLong_CheckExact(e0) || PyLong_AsVoidPtr(e0) != (void *)SLOT(site, S_code))
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(ins) || PyTuple_GET_SIZE(ins) != n)
+        return 0;
+    int r;
+#define EQ(a, b) if ((r = eq(a, b)) <= 0) return r
+    EQ(PyTuple_GET_ITEM(e, 1), SLOT(site, S_lasti));
+    EQ(PyTuple_GET_ITEM(e, 2), SLOT(port, P_kind));
+    EQ(PyTuple_GET_ITEM(e, 3), SLOT(port, P_op));
+    EQ(PyTuple_GET_ITEM(e, 5), SLOT(port, P_dtype));
+    EQ(PyTuple_GET_ITEM(e, 6), SLOT(port, P_shape));
+    EQ(PyTuple_GET_ITEM(e, 7), SLOT(port, P_loop_dtype));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        EQ(PyTuple_GET_ITEM(ins, k), vals[k]);
+    }
+    PyObject *hp = key_params(SLOT(port, P_params));
+    if (hp == NULL)
+        return -1;
+    r = eq(PyTuple_GET_ITEM(e, 4), hp);
+    Py_DECREF(hp);
+    return r;
+#undef EQ
+}
+
+static PyObject *follow_table;   /* trace_cache.get().follow: first call site -> KParts */
+
+/* The key entry of ``port`` into the queue's key: WorkQueue.compute's part under the lock. */
+static int key_entry(PyObject *q, PyObject *port) {
+    PyObject *kp = SLOT(q, Q_keyparts);
+    PyObject *vals[MAXINS];
+    Py_ssize_t n = PyTuple_GET_SIZE(SLOT(port, P_inputs));
+    if (n > MAXINS) {
+        PyErr_SetString(PyExc_ValueError, "too many inputs");
+        return -1;
+    }
+    if (number_inputs(port, SLOT(q, Q_num), SLOT(q, Q_kports), vals, n) < 0)
+        return -1;
+    PyObject *f = SLOT(q, Q_follow);
+    if (f == Py_None && PyList_GET_SIZE(kp) == 0 && PyList_GET_SIZE(SLOT(q, Q_entries)) == 1) {
+        /* the queue's first entry: the trace cache's candidate for this first call site */
+        PyObject *site = SLOT(port, P_site);
+        PyObject *first = Py_BuildValue("(NO)", PyLong_FromVoidPtr(SLOT(site, S_code)),
+                                        SLOT(site, S_lasti));
+        PyObject *cand = first == NULL ? NULL : PyDict_GetItemWithError(follow_table, first);
+        Py_XDECREF(first);
+        if (cand != NULL && PyTuple_Check(cand) && PyTuple_GET_SIZE(cand) > 0) {
+            set_slot(q, Q_follow, cand);
+            set_slot(q, Q_fpos, zero);
+            f = cand;
+        } else if (PyErr_Occurred()) {
+            goto fail;
+        }
+    }
+    if (f != Py_None) {
+        long fpos = PyLong_AsLong(SLOT(q, Q_fpos));
+        if (fpos == -1 && PyErr_Occurred())
+            goto fail;
+        int m = fpos < PyTuple_GET_SIZE(f) ?
+            entry_matches(PyTuple_GET_ITEM(f, fpos), port, vals, n) : 0;
+        if (m < 0)
+            goto fail;
+        if (m) {
+            PyObject *np = PyLong_FromLong(fpos + 1);
+            if (np == NULL)
+                goto fail;
+            set_slot(q, Q_fpos, np);
+            Py_DECREF(np);
+            for (Py_ssize_t k = 0; k < n; k++)
+                Py_DECREF(vals[k]);
+            return 0;
+        }
+        /* a difference: the matched prefix becomes the key's entries (WorkQueue._unfollow) */
+        PyObject *pre = PyTuple_GetSlice(f, 0, fpos);
+        if (pre == NULL || PyList_SetSlice(kp, 0, 0, pre) < 0) {
+            Py_XDECREF(pre);
+            goto fail;
+        }
+        Py_DECREF(pre);
+        set_slot(q, Q_follow, Py_None);
+        set_slot(q, Q_fpos, zero);
+    }
+    PyObject *e = build_entry(port, vals, n);
+    if (e == NULL)
+        return -1;
+    int rc = PyList_Append(kp, e);
+    Py_DECREF(e);
+    return rc;
+fail:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_DECREF(vals[k]);
+    return -1;
 }
 
 static int lock_call(PyObject *lock, PyObject *meth) {
@@ -443,15 +549,11 @@ static int compute(PyObject *q, PyObject *port) {
         goto done;
     set_slot(q, Q_pending, pv);
     Py_DECREF(pv);
-    PyObject *kp = SLOT(q, Q_keyparts);
-    if (kp != Py_None) {
-        PyObject *e = trace_entry(port, SLOT(q, Q_num), SLOT(q, Q_kports));
-        if (e == NULL || PyList_Append(kp, e) < 0) {
-            /* an unkeyable op: this flush is not cached (as the Python path) */
-            PyErr_Clear();
-            set_slot(q, Q_keyparts, Py_None);
-        }
-        Py_XDECREF(e);
+    if (SLOT(q, Q_keyparts) != Py_None && key_entry(q, port) < 0) {
+        /* an unkeyable op: this flush is not cached (as the Python path) */
+        PyErr_Clear();
+        set_slot(q, Q_keyparts, Py_None);
+        set_slot(q, Q_follow, Py_None);
     }
     rc = 0;
 done:
@@ -987,7 +1089,8 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         get_obj(cfg, "ids", &ids) || get_obj(cfg, "internal", &internal) ||
         get_obj(cfg, "fast", &fast_memo) || get_obj(cfg, "ufast", &ufast_memo) ||
         get_obj(cfg, "piecewise", &piecewise) || get_obj(cfg, "workqueue_dict", &wq_dict) ||
-        get_obj(cfg, "current_queue", &current_queue) || get_obj(cfg, "settings", &settings) ||
+        get_obj(cfg, "current_queue", &current_queue) ||
+        get_obj(cfg, "follow", &follow_table) || get_obj(cfg, "settings", &settings) ||
         get_obj(cfg, "iinfo", &iinfo) || get_obj(cfg, "enqueue_plain", &enqueue_plain) ||
         get_obj(cfg, "key_external", &key_external) || get_obj(cfg, "weak_f", &weak_f) ||
         get_obj(cfg, "weak_i", &weak_i) || get_obj(cfg, "NEW", &st_new) ||
@@ -996,6 +1099,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         return NULL;
     if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
         !PyDict_Check(piecewise) || !PyDict_Check(wq_dict) || !PyDict_Check(iinfo) ||
+        !PyDict_Check(follow_table) ||
         !PyIter_Check(ids)) {
         PyErr_SetString(PyExc_TypeError, "configure: unexpected object types");
         return NULL;
@@ -1017,7 +1121,8 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         {&QueueType, "kports", &Q_kports}, {&QueueType, "num", &Q_num},
         {&QueueType, "recorded", &Q_recorded}, {&QueueType, "max_elements", &Q_max_elements},
         {&QueueType, "_shape", &Q_shape}, {&QueueType, "limit", &Q_limit},
-        {&QueueType, "epoch", &Q_epoch},
+        {&QueueType, "epoch", &Q_epoch}, {&QueueType, "follow", &Q_follow},
+        {&QueueType, "fpos", &Q_fpos},
     };
     for (size_t k = 0; k < sizeof(slots) / sizeof(slots[0]); k++)
         if (slot_offset(*slots[k].tp, slots[k].name, slots[k].off) < 0)

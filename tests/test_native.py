@@ -33,7 +33,7 @@ def _record(fn, *args):
     ps.sync()
     q = workqueue.current_queue()
     out = fn(*args)
-    keys = list(q.keyparts)
+    keys = q.key_entries()
     ports = []
     for e in q.entries:
         p = e[1]

@@ -81,6 +81,26 @@ def trace_entry(port, num, kports):
             port.dtype, port.shape, port.loop_dtype, tuple(ins))
 
 
+class KParts(tuple):
+    """A trace's key entries as one tuple that hashes once (``KParts.of``). The trace cache
+    offers the one its stored key holds to the work queue, which follows it while recording
+    (scheduler/workqueue.py): a flush whose entries all matched takes that very object, so
+    its key compares with the stored one by identity."""
+
+    def __hash__(self):
+        return self.h
+
+    @classmethod
+    def of(cls, entries):
+        k = cls(entries)
+        k.h = tuple.__hash__(k)
+        return k
+
+
+def kparts_of(kparts) -> KParts:
+    return kparts if type(kparts) is KParts else KParts.of(kparts)
+
+
 class TraceKey(tuple):
     """A trace-cache key (settings, key entries, released flags, macro key) that hashes once:
     a lookup, its LRU bookkeeping and an insert probe several dicts with the same key, and
@@ -91,7 +111,7 @@ class TraceKey(tuple):
 
 
 def trace_key(backend, kparts, released, macro_key) -> TraceKey:
-    k = TraceKey((settings_key(backend), tuple(kparts), released, macro_key))
+    k = TraceKey((settings_key(backend), kparts_of(kparts), released, macro_key))
     k.h = tuple.__hash__(k)
     return k
 
@@ -99,7 +119,7 @@ def trace_key(backend, kparts, released, macro_key) -> TraceKey:
 def placement_key(kparts) -> tuple:
     """The trace a measured run time belongs to (scheduler/placement.py): its key entries and
     the code-changing settings, without the executor (times are kept per trace and executor)."""
-    return (settings_key(""), tuple(kparts))
+    return (settings_key(""), kparts_of(kparts))
 
 
 def settings_key(backend: str) -> tuple:

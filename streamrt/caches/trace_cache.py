@@ -38,6 +38,10 @@ class TraceCache:
         self._maxlen = {}           # first call site -> longest trace in the bucket
         self._sites = {}            # key -> call sites of its compute entries (for explanations)
         self._canon = {}            # key -> the key object stored (see the module docstring)
+        # first call site -> the key entries (keys.KParts) of the trace last hit or inserted
+        # there: what a work queue starting at that site follows while recording (read
+        # without the lock: one dict probe)
+        self.follow = {}
         self.lock = threading.Lock()
         self.evictions = 0
 
@@ -53,9 +57,12 @@ class TraceCache:
                 return None
             t = self._all.get(key)
             if t is not None:
-                b = self._buckets.get(self._first(key))
+                first = self._first(key)
+                b = self._buckets.get(first)
                 if b is not None and key in b:
                     b.move_to_end(key)
+                if key[1]:
+                    self.follow[first] = key[1]
             return t
 
     def insert(self, key, template, esites):
@@ -66,6 +73,7 @@ class TraceCache:
                 return
             while len(b) >= self.per_bucket:
                 old, _ = b.popitem(last=False)
+                self._unfollow(old)
                 self._all.pop(old, None)
                 self._sites.pop(old, None)
                 self._canon.pop(old, None)
@@ -75,8 +83,16 @@ class TraceCache:
             self._sites[key] = esites
             self._canon[key] = key
             self._all[key] = template
+            if key[1]:
+                self.follow[first] = key[1]
+
+    def _unfollow(self, key):
+        first = self._first(key)
+        if self.follow.get(first) is key[1]:
+            del self.follow[first]
 
     def _evicted(self, key):
+        self._unfollow(key)
         first = self._first(key)
         b = self._buckets.get(first)
         if b is not None:
@@ -92,6 +108,7 @@ class TraceCache:
         with self.lock:
             self._all.clear()
             self._canon.clear()
+            self.follow.clear()
             self._buckets.clear()
             self._maxlen.clear()
             self._sites.clear()

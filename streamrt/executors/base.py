@@ -265,8 +265,26 @@ def loop_args(p, args):
 
 
 def scalar_value(p):
-    """A scalar port's value as the kernel receives it (cast to its loop dtype)."""
+    """A scalar port's value cast to its loop dtype (a NumPy scalar: the C renderers'
+    typed kernel arguments)."""
     return p.dtype.type(p.scalar)
+
+
+_NATIVE = {"f": float, "c": complex, "i": int, "u": int, "b": bool}
+
+
+def kernel_scalar(p):
+    """A scalar port's value as a Numba kernel receives it: the Python number of its dtype's
+    kind (float, complex, int or bool), which the kernel casts to the dtype
+    (render_numba.scalar_params). An int outside int64 and uint64 -- only possible with a
+    float dtype -- arrives as the float NumPy would convert it to."""
+    v = p.scalar
+    t = _NATIVE[p.dtype.kind]
+    if type(v) is not t:
+        v = t(v) if not isinstance(v, np.generic) else t(v.item())
+    if t is int and not -(1 << 63) <= v < (1 << 64):
+        v = int(p.dtype.type(v))
+    return v
 
 
 def ref_value(i):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import stats
 from ..caches import program_cache
 from ..config import settings
-from .base import Executor, kernel_partials, ref_value, run_refop, scalar_value
+from .base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
 
 _layer_lock = threading.Lock()
 _layer_set = False
@@ -204,7 +204,7 @@ class CPUExecutor(Executor):
             v = a.port.value
             args.append(v if v.ndim == 1 else v.reshape(-1))
         for s in k.scalars:
-            args.append(scalar_value(s))
+            args.append(kernel_scalar(s))
         if k.is_reduction:
             K = math.prod(k.kept) if k.kept else 1
             R0 = k.red[0] if k.red else 1

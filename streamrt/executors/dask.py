@@ -17,7 +17,7 @@ from .. import stats
 from ..config import settings
 from ..ops import REDUCTIONS
 from ..scheduler.workqueue import strided
-from .base import Executor, kernel_partials, ref_value, scalar_value
+from .base import Executor, kernel_partials, kernel_scalar, ref_value
 
 _task_ids = itertools.count(1)
 
@@ -629,7 +629,7 @@ class _Group:
                 shifts = [(lk.reductions.index(shadow[p.id]), s) for p, s in shifts]
             step = (source, fn, table, bases, load_base,
                     [(a.port.shape, a.port.dtype) for a in lk.stores],
-                    [scalar_value(s) for s in lk.scalars],
+                    [kernel_scalar(s) for s in lk.scalars],
                     [(r.shape, r.dtype) for r in lk.reductions], partials,
                     math.prod(lk.kept) if lk.kept else 1, shifts)
             plans.append((c, step, need, len(lk.stores), len(lk.reductions)))

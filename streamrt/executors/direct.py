@@ -22,7 +22,9 @@ from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
 from ..proggen.kernel import is_update
 from ..proggen.linalg_intrinsics import HOST_INTRINSICS
-from .base import HostPool, host_pool, ref_value, scalar_value
+from .base import _NATIVE, HostPool, host_pool, kernel_scalar, ref_value
+
+_WEAK_TYPE = {"f": float, "i": int, "b": bool, "c": complex}   # a Python scalar's kind
 from .cpu import CPUExecutor, chunks_for
 
 
@@ -86,10 +88,15 @@ class _Plan:
                     args.append(f"f{x}")
                 elif kind in ("i", "p"):
                     args.append(f"{kind}{x}")
-                else:           # "s": a scalar port of the flush, x = (number, dtype)
-                    # (``scalar_value`` inline, the dtype -- part of the trace key -- bound)
-                    g[f"T{x[0]}"] = x[1].type
-                    args.append(f"T{x[0]}(kp[{x[0]}].scalar)")
+                else:           # "s": a scalar port of the flush, x = (number, native)
+                    # (``kernel_scalar`` inline: the Python number the kernel casts itself;
+                    # ``native`` None when the key says the value is one already -- a Python
+                    # float for a float dtype -- else the type to convert it with)
+                    if x[1] is None:
+                        args.append(f"kp[{x[0]}].scalar")
+                    else:
+                        g[f"T{x[0]}"] = x[1]
+                        args.append(f"T{x[0]}(kp[{x[0]}].scalar)")
             pre = "            "
             lines.append(f"{pre}a = ({''.join(a + ', ' for a in args)})")
             if red is not None:
@@ -310,7 +317,7 @@ def plan(sec, seq, ports, executor, wrap, unflatten):
         return None
 
     def scalar_source(p, i):
-        return ("c", scalar_value(p)) if i is not None and recipes[i][0] == "F" else None
+        return ("c", kernel_scalar(p)) if i is not None and recipes[i][0] == "F" else None
 
     r = _steps(seq, ports, lambda p, i: recipes[i][0] == "N", load_source, scalar_source)
     if r is None:
@@ -353,9 +360,18 @@ def trace_plan(t, seq, kports, executor):
         b = p.inputs[0] if p.kind == "view" else p
         return None if pos.get(b.id) in slot_of else ("v", i)
 
+    def scalar_source(p, i):
+        if i is None:
+            return None
+        native = _NATIVE[p.dtype.kind]
+        # a Python scalar's kind is part of the trace key (its port's params): a float
+        # operand of a float dtype arrives as it is; anything else is converted per run
+        weak = p.params[:1] == ("weak",) and _WEAK_TYPE.get(p.params[1]) is native
+        return ("s", (i, None if weak else native))
+
     pos = {p.id: i for i, p in enumerate(kports)}
-    r = _steps(seq, kports, lambda p, i: p.value is None, load_source,
-               lambda p, i: None if i is None else ("s", (i, p.dtype)), intrinsic_source)
+    r = _steps(seq, kports, lambda p, i: p.value is None, load_source, scalar_source,
+               intrinsic_source)
     if r is None:
         return None
     steps, slots, _, elements = r

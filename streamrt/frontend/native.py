@@ -49,14 +49,15 @@ def install():
         return
     from .. import config
     from ..config import settings
-    from ..caches import keys
+    from ..caches import keys, trace_cache
     from ..scheduler import workqueue
     from . import array, errors, pieces
     _native.configure({
         "Array": array.Array, "Port": workqueue.Port, "CallSite": errors.CallSite,
         "WorkQueue": workqueue.WorkQueue, "ids": workqueue._ids, "internal": errors._INTERNAL,
         "fast": array._FAST, "ufast": array._UFAST, "piecewise": pieces.PIECEWISE.data,
-        "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue, "settings": settings,
+        "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue,
+        "follow": trace_cache.get().follow, "settings": settings,
         "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
         "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
         "NEW": workqueue.NEW, "DONE": workqueue.DONE, "SUBMITTED": workqueue.SUBMITTED,

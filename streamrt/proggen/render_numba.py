@@ -62,6 +62,22 @@ def cast(expr, src, dst):
     return f"{npname(dst)}({expr})"
 
 
+# The dtype of the Python number a scalar parameter arrives as (executors/base.py
+# ``kernel_scalar``), by the kind of the scalar's dtype.
+_NATIVE = {"f": D.float64, "c": D.complex128, "i": D.int64, "u": D.int64, "b": D.bool_}
+
+
+def scalar_params(scalars):
+    """(parameter names, prologue lines) of a kernel's scalar parameters: each arrives as a
+    Python number (float, int, bool or complex: the dispatcher unboxes those several times
+    faster than NumPy scalars, and nothing converts them per call) and is cast to its dtype
+    once, before the loops, as ``p{i}``."""
+    names = [f"sc{i}" for i in range(len(scalars))]
+    lines = [f"p{i} = {cast(f'sc{i}', _NATIVE[s.dtype.kind], s.dtype)}"
+             for i, s in enumerate(scalars)]
+    return names, lines
+
+
 def map_line(p, n, local, expr=None):
     """``v{n} = ...``: map port ``p`` computed from the names in ``local`` (port id -> (name,
     dtype)), its operands cast to the loop dtype (or given as ``expr``); ``local`` gains
@@ -185,7 +201,7 @@ def render(k):
     # ---- assemble -----------------------------------------------------------------------------
     src = Src()
     bufs = [f"a{i}" for i in range(len(accesses))]
-    scal = [f"p{i}" for i in range(len(k.scalars))]
+    scal, scal_lines = scalar_params(k.scalars)
     routs = [f"ro{i}" for i in range(len(k.reductions))]
     parts = []
     partial_spec = []
@@ -221,6 +237,8 @@ def render(k):
     params = ["D"] + bufs + scal + routs + parts + (["C"] if red else [])
     src(0, "@njit(parallel=True, nogil=True, cache=True, error_model='numpy')")
     src(0, f"def kernel({', '.join(params)}):")
+    for line in scal_lines:
+        src(1, line)
     src.lines.extend(hdr.lines)
 
     # An access whose strides are all non-negative is read through a view starting at its
@@ -534,7 +552,7 @@ def render_rows(k):
     at = {p.id: n for n, p in enumerate(k.ops)}         # an op's number: its name ``v{n}``
     store_of = {a.port.id: nload + si for si, a in enumerate(k.stores)}
     bufs = [f"a{i}" for i in range(len(accesses))]
-    scal = [f"p{i}" for i in range(len(k.scalars))]
+    scal, scal_lines = scalar_params(k.scalars)
     routs = [f"ro{j}" for j in range(len(k.reductions))]
     blocks = [f"tbs{j}" for j in range(len(k.reductions))]
     blocks += [f"rw{si}" for si in range(len(k.stash))]
@@ -544,6 +562,8 @@ def render_rows(k):
     src = Src()
     src(0, "@njit(parallel=True, nogil=True, cache=True, error_model='numpy')")
     src(0, f"def kernel({', '.join(['D'] + bufs + scal + routs + blocks + ['C'])}):")
+    for line in scal_lines:
+        src(1, line)
     src.lines.extend(hdr.lines)
     src(1, f"K = {'*'.join(kept_n) if kept_n else '1'}")
     src(1, "for kk in prange(K):")

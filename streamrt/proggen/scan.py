@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ops import OPS
 from ..scheduler.workqueue import NEW
-from .render_numba import HEADER, cast, map_line, npname
+from .render_numba import HEADER, cast, map_line, npname, scalar_params
 
 SCANS = ("cumsum", "cumprod")
 
@@ -126,12 +126,12 @@ def render(ops, leaves, p):
     root = p.inputs[0]
     dt = p.dtype
     upd = "+" if p.op == "cumsum" else "*"
-    params = [f"x{n}" for n in range(len(arrays))] + [f"p{n}" for n in range(len(scalars))] \
-        + ["out"]
+    scal, scal_lines = scalar_params(scalars)
+    params = [f"x{n}" for n in range(len(arrays))] + scal + ["out"]
     other = [d for d in range(nd) if d != ax]
     idx = ", ".join("j" if d == ax else f"i{d}" for d in range(nd))
     lines = ["@njit(parallel=True, nogil=True, cache=True, error_model='numpy')",
-             f"def scan({', '.join(params)}):"]
+             f"def scan({', '.join(params)}):"] + ["    " + line for line in scal_lines]
     depth = 1
     for k, d in enumerate(other):
         rng = "prange" if k == 0 else "range"
@@ -150,7 +150,7 @@ def render(ops, leaves, p):
 
 def arguments(prog):
     """The kernel's arguments: leaves broadcast to the scan's shape, scalars, the output."""
-    from ..executors.base import scalar_value
+    from ..executors.base import kernel_scalar
     p = prog.ops[-1]
     args = []
     for i in prog.inputs:
@@ -158,7 +158,7 @@ def arguments(prog):
             args.append(np.broadcast_to(i.host_value(), p.shape))
     for i in prog.inputs:
         if i.kind == "scalar":
-            args.append(scalar_value(i))
+            args.append(kernel_scalar(i))
     args.append(p.value.reshape(p.shape))
     return args
 

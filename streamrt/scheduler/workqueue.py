@@ -133,7 +133,7 @@ class WorkQueue:
     # (slots: the C record path, streamrt/_native.c, reads and writes them at fixed offsets)
     __slots__ = ("entries", "lock", "pending_computes", "keyparts", "kports", "num",
                  "recording", "recorded", "max_elements", "taken_max", "_shape", "limit",
-                 "epoch", "__weakref__")
+                 "epoch", "follow", "fpos", "__weakref__")
 
     def __init__(self):
         self.entries = []          # ('compute', port) | ('hint', what, site)
@@ -148,6 +148,14 @@ class WorkQueue:
         self.taken_max = 0         # ... of the entries the last take_trace returned
         self._shape = None
         self.limit = self.epoch = 0   # the C path's copy of queue_threshold, of settings epoch
+        # Trace following: while the entries recorded so far equal the first ``fpos`` entries
+        # of a cached trace's key (``follow``, a keys.KParts the trace cache offered for this
+        # first call site), they are compared with it instead of being built and kept;
+        # ``keyparts`` stays empty. The key taken is then that very object, whose hash is
+        # kept and which the cache's own key holds: no hash or compare of the entries at the
+        # flush. A difference puts the matched prefix in ``keyparts`` and recording goes on.
+        self.follow = None
+        self.fpos = 0
         stats.register_counter(self)
 
     def compute(self, port):
@@ -165,9 +173,18 @@ class WorkQueue:
             kp = self.keyparts
             if kp is not None:
                 try:
-                    kp.append(keys.trace_entry(port, self.num, self.kports))
+                    e = keys.trace_entry(port, self.num, self.kports)
+                    f = self.follow
+                    if f is None:
+                        kp.append(e)
+                    elif self.fpos < len(f) and f[self.fpos] == e:
+                        self.fpos += 1
+                    else:
+                        self._unfollow()
+                        self.keyparts.append(e)
                 except Exception:  # noqa: BLE001 - an unkeyable op: this flush is not cached
                     self.keyparts = None
+                    self.follow = None
         finally:
             lock.release()
         self.recorded += 1
@@ -182,11 +199,31 @@ class WorkQueue:
     def take(self):
         return self.take_trace()[0]
 
-    def take_trace(self):
-        """(entries, key entries or None, numbered ports) -- and an empty queue."""
+    def _unfollow(self):
+        """Stop following: the matched prefix of the followed key becomes ``keyparts``."""
+        f = self.follow
+        if f is not None:
+            self.keyparts[:0] = f[:self.fpos]
+            self.follow, self.fpos = None, 0
+
+    def key_entries(self):
+        """The trace-key entries recorded so far (a new list; the queue is unchanged)."""
         with self.lock:
-            out = (self.entries, self.keyparts, self.kports)
+            kp, f = self.keyparts, self.follow
+            if kp is None:
+                return None
+            return (list(f[:self.fpos]) if f is not None else []) + kp
+
+    def take_trace(self):
+        """(entries, key entries or None, numbered ports) -- and an empty queue. The key
+        entries are a list, or the followed keys.KParts when the whole trace matched it."""
+        with self.lock:
+            kp, f = self.keyparts, self.follow
+            if f is not None and kp is not None:
+                kp = f if self.fpos == len(f) else list(f[:self.fpos]) + kp
+            out = (self.entries, kp, self.kports)
             self.entries, self.keyparts, self.kports, self.num = [], [], [], {}
+            self.follow, self.fpos = None, 0
             self.pending_computes = 0
             self.taken_max, self.max_elements, self._shape = self.max_elements, 0, None
             return out
