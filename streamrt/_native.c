@@ -62,9 +62,12 @@ static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
     Py_XDECREF(old);
 }
 
+/* a == the interned string ``interned``: two interned strings are equal only if identical,
+ * as Python's string literals (the ports' kinds and ops) are */
 static inline int streq(PyObject *a, PyObject *interned) {
     return a == interned ||
-           (a != NULL && PyUnicode_CheckExact(a) && PyUnicode_Compare(a, interned) == 0);
+           (a != NULL && PyUnicode_CheckExact(a) && !PyUnicode_CHECK_INTERNED(a) &&
+            PyUnicode_Compare(a, interned) == 0);
 }
 
 static int slot_offset(PyTypeObject *tp, const char *name, Py_ssize_t *out) {
@@ -1027,6 +1030,16 @@ static PyObject *arraydel_vectorcall(PyObject *o, PyObject *const *args, size_t 
     Py_RETURN_NONE;
 }
 
+/* Array's tp_finalize, set directly (frontend/native.py installs it): the same as calling
+ * its __del__, without looking the method up and calling it for every Array that dies. */
+static void array_finalize(PyObject *self) {
+    if (configured && PyObject_TypeCheck(self, ArrayType)) {
+        PyObject *port = SLOT(self, A_port);
+        if (port != NULL && Py_TYPE(port) == PortType)
+            decref_port(port);
+    }
+}
+
 static PyObject *arraydel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     ArrayDel *d = (ArrayDel *)tp->tp_alloc(tp, 0);
     if (d != NULL)
@@ -1142,6 +1155,16 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *install_finalizer(PyObject *mod, PyObject *unused) {
+    if (!configured || ArrayType->tp_finalize == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_finalizer: not configured, or Array has "
+                        "no __del__");
+        return NULL;
+    }
+    ArrayType->tp_finalize = array_finalize;
+    Py_RETURN_NONE;
+}
+
 /* ---- the flush's loops over its entries ----------------------------------------------- */
 /* cscheduler: tuple([p.nrefs <= 0 for p in kports if p.state == NEW]) */
 static PyObject *released_flags(PyObject *mod, PyObject *kports) {
@@ -1252,6 +1275,8 @@ static PyMethodDef methods[] = {
      "functions of the Python one (frontend/native.py); once."},
     {"enable", enable, METH_O, "Switch the C path on or off (off: every call takes the Python "
      "path); returns the previous state."},
+    {"install_finalizer", install_finalizer, METH_NOARGS, "Array's tp_finalize: the C "
+     "__del__ (after Array.__del__ is the ArrayDel)."},
     {"settings_changed", settings_changed, METH_NOARGS, "A setting changed (config.py): work "
      "queues read their threshold again."},
     {"released_flags", released_flags, METH_O, "The trace key's released flags of a flush's "

@@ -69,6 +69,7 @@ def install():
             setattr(Array, name, functools.update_wrapper(
                 _native.BinOp(f.__name__, f._reflected, f, slow), f))
     Array.__del__ = _native.ArrayDel()
+    _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     config.listeners.append(_native.settings_changed)
     from ..scheduler import cscheduler
     cscheduler.released_flags = _native.released_flags
