@@ -54,6 +54,10 @@ FLAGS = {
                    "Make the NumPy fallback of __array_function__ an error instead of a warning"),
     "cache_dir": Flag("STREAMRT_CACHE_DIR", "", str,
                       "Where generated kernels and compiled code are stored (default: user cache dir)"),
+    "native": Flag("STREAMRT_NATIVE", True, _bool,
+                   "Record the common operators with the C extension (streamrt/_native.c, built "
+                   "at install when a C compiler is there; read at import); 0: the Python path "
+                   "alone (same ports, keys and results, ~3x the recording time)"),
     "queue_threshold": Flag("STREAMRT_QUEUE_THRESHOLD", 4096, int,
                             "Work-queue length that triggers a flush"),
     "max_kernel_ops": Flag("STREAMRT_MAX_KERNEL_OPS", 128, int,

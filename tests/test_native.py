@@ -2,6 +2,9 @@
 requires it), and it records exactly what the Python path records -- the same trace-key
 entries, ports, work-queue entries, release counts and errors at the user's line."""
 import gc
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -243,3 +246,18 @@ def test_disabled_path_gives_the_same_values():
         a = np.asarray(ps.sqrt(u * 3.0 + 1.0) - u)
     b = np.asarray(ps.sqrt(u * 3.0 + 1.0) - u)
     np.testing.assert_array_equal(a, b)
+
+
+def test_native_off_by_environment(tmp_path):
+    """STREAMRT_NATIVE=0: the Python path alone, same values (a fresh process: the operators
+    are chosen at import)."""
+    code = ("import numpy as np, streamrt as ps\n"
+            "u = ps.asarray(np.arange(6.0))\n"
+            "print(ps.runtime_stats()['native_record'], type(ps.Array.__dict__['__add__']).__name__,"
+            " float(ps.sum(ps.sqrt(u * 2.0 + 1.0))))\n")
+    env = dict(os.environ, STREAMRT_NATIVE="0", STREAMRT_CACHE_DIR=str(tmp_path),
+               STREAMRT_COLD_INTERPRET="1")        # (NumPy runs it: no compile)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[:2] == ["0", "function"]
+    assert float(out[2]) == float(np.sum(np.sqrt(np.arange(6.0) * 2.0 + 1.0)))

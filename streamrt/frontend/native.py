@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
+
+from ..config import settings
 
 ABI = 1                      # the interface version of _native.c this module drives
 
@@ -23,7 +24,7 @@ if _native is not None and getattr(_native, "ABI", None) != ABI:
                   "Python (rebuild: pip install -e . or ./dev.sh)", RuntimeWarning)
     _native = None
 
-_on = os.environ.get("STREAMRT_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+_on = settings.native             # (STREAMRT_NATIVE, read once: the operators are replaced at import)
 _installed = False
 # the work queue's lock (scheduler/workqueue.py): threading.RLock's methods, taken by the C path
 # without a method call
@@ -48,7 +49,6 @@ def install():
     if _installed or _native is None or not _on:
         return
     from .. import config
-    from ..config import settings
     from ..caches import keys, trace_cache
     from ..scheduler import workqueue
     from . import array, errors, pieces
