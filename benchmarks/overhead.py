@@ -16,6 +16,17 @@
    cold tier on (the default: the first small trace runs on the NumPy interpreter).
 4. A program with no repetition (every flush a new trace): trace cache on vs off.
 
+    python benchmarks/overhead.py --callgrind
+
+instead counts instructions (valgrind's callgrind, which must be installed: exact and
+repeatable on a noisy machine, where timings drift 30-50%) of the small-array loop of the
+``smallloop`` benchmark -- 200 iterations of an 11-op update on 1,000-element float32 arrays,
+a scalar read every 10 -- recorded by the C path and by the Python path
+(``STREAMRT_NATIVE=0``), and of the recording alone (the same loop without reads: one
+2,200-op trace, itself cached by the runs before). Counted inside
+``streamrt._native.measured`` (``--toggle-collect``). Under valgrind Numba compiles for the
+CPU valgrind emulates (no AVX-512): the kernels' share is not the real one.
+
 Every figure is the median of >= 5 repetitions. Kernels are cached under a fresh temporary
 directory (removed at the end): nothing is written to the repository or $HOME."""
 from __future__ import annotations
@@ -257,7 +268,62 @@ def bench_no_repetition():
     return statistics.median(on), statistics.median(off)
 
 
+_CG_CHILD = """
+import sys, numpy as np, streamrt as ps
+from streamrt import _native
+def body(u, v):
+    u2 = u + 0.01 * (v - u) * (1.0 - u)
+    v2 = v * 0.99 + 0.01 * ps.sqrt(u2 * u2 + 1.0)
+    return u2, v2
+def run(u, v, reads=True):
+    for it in range(200):
+        u, v = body(u, v)
+        if reads and it % 10 == 9:
+            float(ps.max(u))
+    return u, v
+rng = np.random.default_rng(0)
+u = ps.asarray(rng.random(1000).astype(np.float32))
+v = ps.asarray(rng.random(1000).astype(np.float32))
+reads = sys.argv[1] == "run"
+for _ in range(3):                      # (the same loop before: its trace is the cached one)
+    run(u, v, reads)
+    ps.sync()
+_native.measured(lambda: run(u, v, reads))
+ps.sync()
+"""
+
+
+def callgrind():
+    """Instructions of the smallloop loop (see the module docstring), C and Python paths."""
+    import re
+    ops = 200 * 11
+    out = {}
+    for native in ("1", "0"):
+        for what in ("run", "record"):
+            env = dict(os.environ, STREAMRT_NATIVE=native, STREAMRT_COLD_INTERPRET="0")
+            with tempfile.TemporaryDirectory() as d:
+                r = subprocess.run(["valgrind", "--tool=callgrind",
+                                    "--toggle-collect=streamrt_measured",
+                                    f"--callgrind-out-file={d}/cg.out", sys.executable, "-c",
+                                    _CG_CHILD, what], env=env, capture_output=True, text=True)
+            m = re.search(r"Collected : (\d+)", r.stderr)
+            if r.returncode or not m:
+                sys.exit(f"valgrind failed:\n{r.stderr[-2000:]}")
+            out[native, what] = int(m.group(1))
+    shutil.rmtree(CACHE, ignore_errors=True)
+    print(f"instructions (callgrind), smallloop: 200 iterations x 11 ops on {N} float32, "
+          f"a read every 10")
+    print(f"{'':34s} {'C path':>14s} {'Python path':>14s}")
+    for what, label in (("run", "whole loop (reads included)"),
+                        ("record", "recording only (no reads)")):
+        a, b = out["1", what], out["0", what]
+        print(f"{label:34s} {a:14,d} {b:14,d}")
+        print(f"{'  per op':34s} {a / ops:14,.0f} {b / ops:14,.0f}")
+
+
 def main():
+    if "--callgrind" in sys.argv:
+        return callgrind()
     us = 1e6
     try:
         sr_op, np_op, rec_op = bench_trace_path()
