@@ -435,9 +435,10 @@ static int entry_matches(PyObject *e, PyObject *port, PyObject **vals, Py_ssize_
 
 static PyObject *follow_table;   /* trace_cache.get().follow: first call site -> KParts */
 
-/* The key entry of ``port`` into the queue's key: WorkQueue.compute's part under the lock. */
+/* The key entry of ``port`` into the queue's key: WorkQueue.compute's part under the lock.
+ * (The key list and the followed entries are held while used: a comparison may run Python
+ * code -- a collection's finalizers -- that records on this queue.) */
 static int key_entry(PyObject *q, PyObject *port) {
-    PyObject *kp = SLOT(q, Q_keyparts);
     PyObject *vals[MAXINS];
     Py_ssize_t n = PyTuple_GET_SIZE(SLOT(port, P_inputs));
     if (n > MAXINS) {
@@ -446,7 +447,9 @@ static int key_entry(PyObject *q, PyObject *port) {
     }
     if (number_inputs(port, SLOT(q, Q_num), SLOT(q, Q_kports), vals, n) < 0)
         return -1;
-    PyObject *f = SLOT(q, Q_follow);
+    int rc = -1;
+    PyObject *kp = Py_NewRef(SLOT(q, Q_keyparts));
+    PyObject *f = Py_NewRef(SLOT(q, Q_follow));
     if (f == Py_None && PyList_GET_SIZE(kp) == 0 && PyList_GET_SIZE(SLOT(q, Q_entries)) == 1) {
         /* the queue's first entry: the trace cache's candidate for this first call site */
         PyObject *site = SLOT(port, P_site);
@@ -457,49 +460,50 @@ static int key_entry(PyObject *q, PyObject *port) {
         if (cand != NULL && PyTuple_Check(cand) && PyTuple_GET_SIZE(cand) > 0) {
             set_slot(q, Q_follow, cand);
             set_slot(q, Q_fpos, zero);
-            f = cand;
+            Py_SETREF(f, Py_NewRef(cand));
         } else if (PyErr_Occurred()) {
-            goto fail;
+            goto done;
         }
     }
     if (f != Py_None) {
         long fpos = PyLong_AsLong(SLOT(q, Q_fpos));
         if (fpos == -1 && PyErr_Occurred())
-            goto fail;
+            goto done;
         int m = fpos < PyTuple_GET_SIZE(f) ?
             entry_matches(PyTuple_GET_ITEM(f, fpos), port, vals, n) : 0;
         if (m < 0)
-            goto fail;
+            goto done;
         if (m) {
             PyObject *np = PyLong_FromLong(fpos + 1);
             if (np == NULL)
-                goto fail;
+                goto done;
             set_slot(q, Q_fpos, np);
             Py_DECREF(np);
-            for (Py_ssize_t k = 0; k < n; k++)
-                Py_DECREF(vals[k]);
-            return 0;
+            rc = 0;
+            goto done;
         }
         /* a difference: the matched prefix becomes the key's entries (WorkQueue._unfollow) */
         PyObject *pre = PyTuple_GetSlice(f, 0, fpos);
         if (pre == NULL || PyList_SetSlice(kp, 0, 0, pre) < 0) {
             Py_XDECREF(pre);
-            goto fail;
+            goto done;
         }
         Py_DECREF(pre);
         set_slot(q, Q_follow, Py_None);
         set_slot(q, Q_fpos, zero);
     }
-    PyObject *e = build_entry(port, vals, n);
-    if (e == NULL)
-        return -1;
-    int rc = PyList_Append(kp, e);
-    Py_DECREF(e);
-    return rc;
-fail:
+    PyObject *e = build_entry(port, vals, n);       /* (takes the references in vals) */
+    n = 0;
+    if (e != NULL) {
+        rc = PyList_Append(kp, e);
+        Py_DECREF(e);
+    }
+done:
     for (Py_ssize_t k = 0; k < n; k++)
         Py_DECREF(vals[k]);
-    return -1;
+    Py_DECREF(kp);
+    Py_DECREF(f);
+    return rc;
 }
 
 static int lock_call(PyObject *lock, PyObject *meth) {
@@ -798,6 +802,27 @@ static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
     return r;
 }
 
+/* op.at(a, b, site): the operator at a call site streamrt's own code found (the vector dot's
+ * product), the fast path or the general one */
+static PyObject *binop_at(BinOp *b, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "at(a, b, site)");
+        return NULL;
+    }
+    PyObject *r = NULL;
+    if (enabled && Py_TYPE(args[0]) == ArrayType && Py_TYPE(args[2]) == SiteType &&
+        plain_now())
+        r = binop_fast(b, args[0], args[1], args[2]);
+    if (r == NULL && !PyErr_Occurred())
+        r = PyObject_CallFunctionObjArgs(b->slow, args[0], args[1], args[2], NULL);
+    return r;
+}
+
+static PyMethodDef binop_methods[] = {
+    {"at", (PyCFunction)(void (*)(void))binop_at, METH_FASTCALL,
+     "at(a, b, site): record ``a (op) b`` at the given call site."},
+    {NULL}};
+
 static PyObject *binop_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
     BinOp *b = (BinOp *)o;
@@ -845,7 +870,9 @@ static void binop_dealloc(BinOp *b) {
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
-static PyObject *binop_get(PyObject *self, PyObject *obj, PyObject *type) {
+/* tp_descr_get of the method-like types: a bound method, as a function's (CPython calls the
+ * operators unbound; this is for ``a.__add__``) */
+static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
     if (obj == NULL || obj == Py_None)
         return Py_NewRef(self);
     return PyMethod_New(self, obj);
@@ -872,8 +899,9 @@ static PyTypeObject BinOpType = {
     .tp_dealloc = (destructor)binop_dealloc,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(BinOp, vectorcall),
-    .tp_descr_get = binop_get,
+    .tp_descr_get = method_get,
     .tp_members = binop_members,
+    .tp_methods = binop_methods,
     .tp_getset = dict_getset,
     .tp_dictoffset = offsetof(BinOp, dict),
     .tp_getattro = PyObject_GenericGetAttr,
@@ -971,6 +999,16 @@ static PyObject *mapfunc_repr(MapFunc *m) {
     return PyUnicode_FromFormat("<streamrt function %U>", m->name);
 }
 
+/* pickled by name, as the function it stands for (``__module__`` and ``__qualname__`` are
+ * the Python function's, frontend/native.py) */
+static PyObject *mapfunc_reduce(PyObject *self, PyObject *unused) {
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef mapfunc_methods[] = {
+    {"__reduce__", mapfunc_reduce, METH_NOARGS, NULL},
+    {NULL}};
+
 static PyMemberDef mapfunc_members[] = {
     {"op", T_OBJECT, offsetof(MapFunc, name), READONLY, NULL},
     {NULL}};
@@ -990,6 +1028,7 @@ static PyTypeObject MapFuncType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(MapFunc, vectorcall),
     .tp_members = mapfunc_members,
+    .tp_methods = mapfunc_methods,
     .tp_getset = dict_getset,
     .tp_dictoffset = offsetof(MapFunc, dict),
     .tp_getattro = PyObject_GenericGetAttr,
@@ -1047,12 +1086,6 @@ static PyObject *arraydel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     return (PyObject *)d;
 }
 
-static PyObject *arraydel_get(PyObject *self, PyObject *obj, PyObject *type) {
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
 static PyTypeObject ArrayDelType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "streamrt._native.ArrayDel",
@@ -1062,7 +1095,7 @@ static PyTypeObject ArrayDelType = {
     .tp_new = arraydel_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(ArrayDel, vectorcall),
-    .tp_descr_get = arraydel_get,
+    .tp_descr_get = method_get,
 };
 
 /* ---- configure ---------------------------------------------------------------------------- */

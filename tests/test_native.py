@@ -116,6 +116,21 @@ def test_hot_operators_are_recorded_in_c(stats):
 
 
 @needs_native
+def test_c_ports_have_every_slot():
+    """A port made in C sets every slot of the Python class (a slot added there and not in
+    _native.c would be missing)."""
+    u = ps.asarray(np.ones(4, np.float32))
+    p = (u * 2.0)._port
+    q = p.inputs[1]                                  # the scalar operand's port
+    for port in (p, q):
+        for name in workqueue.Port.__slots__:
+            if name != "__weakref__":
+                getattr(port, name)
+    assert q.kind == "scalar" and q.scalar == 2.0 and q.state == workqueue.DONE
+    assert p.state == workqueue.NEW and p.queue is workqueue.current_queue()
+
+
+@needs_native
 def test_release_counts_and_views():
     u = ps.asarray(np.ones(10, np.float32))
     x = u * 2.0
@@ -157,6 +172,8 @@ def test_map_function_keeps_its_identity():
     u = ps.asarray(np.array([4.0, 9.0]))
     np.testing.assert_array_equal(np.asarray(ps.sqrt(u, dtype=np.float32)), [2, 3])
     assert ps.sqrt(4.0) == 2.0                       # a Python scalar: the Python path
+    import pickle
+    assert pickle.loads(pickle.dumps(ps.sqrt)) is ps.sqrt
     assert ps.Array.__add__.__name__ == "add"
     assert ps.Array.__radd__(u, 1.0).shape == (2,)   # called unbound, as a method
 

@@ -51,7 +51,7 @@ class _Plan:
         self.runs = 0
         stats.register_runs(self)
 
-    def _source(self, g, head, fail):
+    def _source(self, g, head, fail, executor):
         """The generated body shared by both plans (after ``head``, the plan's own input
         checks, which bind the kernels' load arguments): the small-and-idle check (the
         general path's: ``cscheduler.inline_limit``, so every kernel runs single-threaded),
@@ -72,8 +72,13 @@ class _Plan:
             lines.append(f"    b{j} = {'pool' if big else 'empty'}({tuple(shape)!r}, D{j})")
             # (a 1-D buffer is its own flat view: reshape costs ~0.1 us a call)
             lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
+        # (host intrinsics run with NumPy's floating-point warnings off, as ``run_refop``
+        # runs them: one errstate for the whole run, not one per step -- ~4 us each)
+        intrinsics = any(st[1] is None for st in self.steps)
+        g["errstate"] = np.errstate
         lines += ["    try:",
-                  "        with executor.run_lock:"]
+                  "        with executor.run_lock"
+                  f"{', errstate(all=' + repr('ignore') + ')' if intrinsics else ''}:"]
         for si, (kern, elements, srcs, red) in enumerate(self.steps):
             if elements is None:
                 lines += self._intrinsic(g, si, kern, srcs, red)
@@ -100,10 +105,13 @@ class _Plan:
             pre = "            "
             lines.append(f"{pre}a = ({''.join(a + ', ' for a in args)})")
             if red is not None:
+                # the chunk count and the executor's reused scratch, bound once (the chunk
+                # count follows Numba's thread count, fixed here: any count gives the same
+                # result; the scratch arrays stay this plan's if the executor drops them)
                 K, R0, partials = red
-                g[f"P{si}"] = partials
-                lines += [f"{pre}C = chunks_for({K}, {R0})",
-                          f"{pre}a = a + executor.scratch(P{si}, {K} * C, {R0}) + (C,)"]
+                C = chunks_for(K, R0)
+                g[f"S{si}"] = executor.scratch(partials, K * C, R0) + (C,)
+                lines.append(f"{pre}a = a + S{si}")
             lines.append(f"{pre}call(K{si}, True, a)")        # single-threaded (above)
         lines += ["    except Exception:  # the general path splits, falls back and counts",
                   f"        return {fail}",
@@ -118,12 +126,10 @@ class _Plan:
         buffer of this plan (shaped), ``v`` a port of the flush (its host value)."""
         i, j = out
         _, shape, dt = self.slots[j]
-        g.update({f"I{si}": fn, "rv": ref_value, "errstate": np.errstate,
-                  "asarray": np.asarray})
+        g.update({f"I{si}": fn, "rv": ref_value, "asarray": np.asarray})
         args = "".join(f"b{x}, " if kind == "b" else f"rv(kp[{x}]), " for kind, x in srcs)
         pre = "            "
-        return [f"{pre}with errstate(all='ignore'):",
-                f"{pre}    r = I{si}(kp[{i}], {args})",
+        return [f"{pre}r = I{si}(kp[{i}], {args})",
                 f"{pre}b{j}[...] = asarray(r).astype(D{j}, copy=False).reshape({tuple(shape)!r})"]
 
 
@@ -138,7 +144,7 @@ class Plan(_Plan):
     __slots__ = ("outputs", "inputs", "recipes", "run")
 
     def __init__(self, steps, slots, elements, outputs, inputs, recipes, nnew, struct, wrap,
-                 unflatten):
+                 unflatten, executor):
         super().__init__(steps, slots, elements,
                          (("ops_recorded", nnew), ("flushes", 1), ("macro_cache_hits", 1)))
         self.outputs = outputs      # per section output: ("in", k) | ("slot", j) | ("port", p)
@@ -157,7 +163,7 @@ class Plan(_Plan):
                      "    if x.state != DONE or type(v) is not nd:",
                      "        return None",
                      f"    i{j} = v if v.ndim == 1 else v.reshape(-1)"]
-        lines = self._source(g, head, "None")
+        lines = self._source(g, head, "None", executor)
         names = []
         for n, (kind, x) in enumerate(outputs):
             if kind == "in":
@@ -189,8 +195,9 @@ class TracePlan(_Plan):
     spends its time there, not in the kernel."""
     __slots__ = ("dead", "inputs", "run")
 
-    def __init__(self, steps, slots, elements, dead):
-        super().__init__(steps, slots, elements, ())
+    def __init__(self, steps, slots, elements, dead, executor, stat="trace_cache"):
+        # (a run is also the flush's cache hit and the flush: counted with the run)
+        super().__init__(steps, slots, elements, ((f"{stat}_hits", 1), ("flushes", 1)))
         self.dead = dead
         # the port numbers whose buffers the kernels read, each once
         self.inputs = tuple(dict.fromkeys(x for _, _, srcs, _ in steps
@@ -217,7 +224,7 @@ class TracePlan(_Plan):
                      "            x = x.inputs[0]",
                      "        if x.state != DONE or type(x.value) is not nd:",
                      "            return False"]
-        lines = self._source(g, head, "False")
+        lines = self._source(g, head, "False", executor)
         for j, (i, _, _) in enumerate(slots):
             lines += [f"    x = kp[{i}]",
                       f"    x.value = b{j} if x.nrefs > 0 else None  # released: never read",
@@ -334,12 +341,13 @@ def plan(sec, seq, ports, executor, wrap, unflatten):
         else:
             return None
     return Plan(steps, slots, elements, outputs, list(used_inputs),
-                tuple(recipes[i] for i, _, _ in slots), sec.nnew, sec.struct, wrap, unflatten)
+                tuple(recipes[i] for i, _, _ in slots), sec.nnew, sec.struct, wrap, unflatten,
+                executor)
 
 
-def trace_plan(t, seq, kports, executor):
+def trace_plan(t, seq, kports, executor, stat="trace_cache"):
     """The TracePlan of template ``t`` (``seq``: its instantiation for ``kports``, before
-    submission), or None."""
+    submission; ``stat``: its cache's counter prefix), or None."""
     if type(executor) is not CPUExecutor or not seq.programs:
         return None
 
@@ -378,4 +386,4 @@ def trace_plan(t, seq, kports, executor):
     # the dead region writes (``drop_dead_scratch`` frees their scratch bases): the other dead
     # ports -- a loop's released intermediates, ~100 in a 10-step trace -- need no visit
     dead = tuple(pos[p.id] for p in seq.dead if p.id in pos and is_update(p))
-    return TracePlan(steps, slots, elements, dead)
+    return TracePlan(steps, slots, elements, dead, executor, stat)

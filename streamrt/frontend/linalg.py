@@ -36,11 +36,20 @@ def _intrinsic(op, dtype, shape, inputs, params, site):
                          tuple(params), site))
 
 
+_RESULT: dict = {}      # dtypes -> their result dtype (np.result_type is ~1 us a call)
+
+
 def _result(site, *dts):
+    r = _RESULT.get(dts)
+    if r is not None:
+        return r
     try:
-        return D.canonical(np.result_type(*dts))
+        r = D.canonical(np.result_type(*dts))
     except TypeError as e:
         raise record_error(DTypeError, str(e), site) from None
+    if len(_RESULT) < 4096:
+        _RESULT[dts] = r
+    return r
 
 
 def _wrap(p):
@@ -78,7 +87,7 @@ def _matmul(x1, x2, site):
                            f"dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
                            f"{b2[-2]} is different from {a2[-1]})", site)
     try:
-        batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+        batch = () if len(a2) == len(b2) == 2 else tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
     except ValueError:
         raise record_error(ShapeError, f"matmul: operands could not be broadcast together "
                            f"with shapes {sa} {sb}", site) from None
@@ -86,11 +95,15 @@ def _matmul(x1, x2, site):
     return _intrinsic("matmul", dt, shape, (pa, pb), (), site)
 
 
-def _vdot_fused(pa, pb, site):
-    A, B = _wrap(pa), _wrap(pb)
+def _vdot_fused(pa, pb, site, A=None, B=None):
+    """A multiply and a sum over two vectors' ports (``A``, ``B``: their Arrays, if the
+    caller has them)."""
+    A = A if A is not None else _wrap(pa)
+    B = B if B is not None else _wrap(pb)
     if pa.dtype == D.bool_ and pb.dtype == D.bool_:
         return record_reduce("any", record_map("logical_and", A, B, site=site), None, site=site)
-    prod = record_map("multiply", A, B, site=site)
+    at = getattr(Array.__dict__["__mul__"], "at", None)     # (the C operator, if installed)
+    prod = at(A, B, site) if at is not None else record_map("multiply", A, B, site=site)
     return record_reduce("sum", prod, None, False, prod.dtype, site=site)
 
 
@@ -108,7 +121,8 @@ def dot(a, b, out=None):
         if pa.shape != pb.shape:
             raise record_error(ShapeError, f"dot: shapes {pa.shape} and {pb.shape} not aligned",
                                site)
-        return _vdot_fused(pa, pb, site)
+        return _vdot_fused(pa, pb, site, a if type(a) is Array else None,
+                           b if type(b) is Array else None)
     if len(pa.shape) <= 2 and len(pb.shape) <= 2 or len(pb.shape) == 1:
         k_b = pb.shape[0] if len(pb.shape) == 1 else pb.shape[-2]
         if pa.shape[-1] != k_b:

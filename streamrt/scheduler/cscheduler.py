@@ -51,16 +51,16 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         t = cache.lookup(key)
         prof = collector._active
         if t is not None:
+            plan = t.direct
+            if plan and direct_ok and plan.run(kports, executor):
+                return None, True       # (its run counts the hit and the flush: TracePlan)
             cache.note(True)
             if prof is not None:
                 prof.cache(cache.stat[:5], True, _first_site(entries))
-            plan = t.direct
-            if plan and direct_ok and plan.run(kports, executor):
-                return None, True
             seq = sequence.instantiate(t, kports)
             if plan is None and direct_ok:
                 from ..executors import direct
-                t.direct = direct.trace_plan(t, seq, kports, executor) or False
+                t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
         esites = [e[1].site for e in entries if e[0] == "compute"]
         why = None
@@ -115,9 +115,8 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
             and distributed_route is None and direct_ok()
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
-        if seq is None:                 # run by the template's direct plan
+        if seq is None:                 # run by the template's direct plan (which counted it)
             _unwritten(entries)
-            stats.add("flushes")
             return None
         if getattr(executor, "in_order", False) and not es_mod.keep_graph:
             seq.mark_transient()
