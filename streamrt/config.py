@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from typing import Any
 
 
@@ -121,7 +122,11 @@ class Settings(threading.local):
 
     def __init__(self):
         self._overrides: dict[str, Any] = {}
-        _thread_dicts.append(self.__dict__)
+        # (with the thread, which ended if its weak reference is dead: its dict is dropped,
+        # else every thread that ever read a setting would keep one)
+        me = weakref.ref(threading.current_thread())
+        _thread_dicts[:] = [(t, d) for t, d in _thread_dicts if t() is not None]
+        _thread_dicts.append((me, self.__dict__))
 
     def __getattr__(self, item):       # only called when the value is not cached yet
         if item.startswith("_"):
@@ -146,14 +151,14 @@ class Settings(threading.local):
 _MISSING = object()
 _ENV: dict[str, Any] = {}      # values read from the environment (once; see reload())
 _GLOBAL: dict[str, Any] = {}
-_thread_dicts: list = []       # every thread's cached values (invalidated by set/reload)
+_thread_dicts: list = []       # (thread, its cached values) of live threads (set/reload)
 
 
 listeners: list = []          # called after any setting changed (frontend/native.py)
 
 
 def _invalidate(names=None):
-    for d in list(_thread_dicts):
+    for _, d in list(_thread_dicts):
         for k in list(d):
             if k != "_overrides" and (names is None or k in names or k == "_settings_key"):
                 d.pop(k, None)

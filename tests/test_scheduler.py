@@ -434,3 +434,22 @@ def test_only_single_threaded_work_runs_on_the_calling_thread(stats):
             assert stats()["inline_sequences"] == inline, n
             assert r == pytest.approx(float(np.sum(np.sin(np.linspace(0.0, 1.0, n)) * 2.0)),
                                       rel=1e-12, abs=1e-12)
+
+
+def test_ended_threads_leave_no_settings_behind():
+    """Each thread reading a setting keeps a per-thread cache in config.py; a thread that
+    ended must not leave it there (a server spawning threads would grow without bound)."""
+    import threading
+
+    from streamrt import config
+
+    def work():
+        x = ps.asarray(np.arange(10.0))
+        float(ps.sum(x * 2.0))
+
+    for _ in range(40):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    live = threading.active_count()
+    assert len(config._thread_dicts) <= live + 1
