@@ -610,6 +610,8 @@ static PyObject *enqueue(PyObject *port) {
     if (Py_TYPE(q) != QueueType)
         goto python;
     PyObject *inputs = SLOT(port, P_inputs);
+    if (!PyTuple_CheckExact(inputs) || PyTuple_GET_SIZE(inputs) > MAXINS)
+        goto python;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(inputs); k++) {
         PyObject *iq = SLOT(PyTuple_GET_ITEM(inputs, k), P_queue);
         if (iq != q && iq != Py_None)
@@ -643,7 +645,6 @@ static PyObject *enqueue(PyObject *port) {
     if (compute(q, port) < 0)
         goto fail;
     Py_DECREF(q);
-    n_native++;
     return wrap(port);
 python:
     Py_DECREF(q);
@@ -783,6 +784,8 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
         return NULL;
     PyObject *r = enqueue(port);
     Py_DECREF(port);
+    if (r != NULL)
+        n_native++;
     return r;
 }
 
@@ -959,6 +962,8 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
         return NULL;
     PyObject *r = enqueue(port);
     Py_DECREF(port);
+    if (r != NULL)
+        n_native++;
     return r;
 }
 
@@ -1268,6 +1273,14 @@ static PyObject *unwritten(PyObject *mod, PyObject *entries) {
     Py_RETURN_NONE;
 }
 
+/* array._enqueue_plain for a port the Python path built (a reduction, an intrinsic, a
+ * view, ...): the same work-queue and key entries, in C; the unusual cases in Python. */
+static PyObject *py_enqueue(PyObject *mod, PyObject *port) {
+    if (!enabled || Py_TYPE(port) != PortType || !plain_now())
+        return call_enqueue(port);
+    return enqueue(port);
+}
+
 static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
     epoch++;
     Py_RETURN_NONE;
@@ -1310,6 +1323,8 @@ static PyMethodDef methods[] = {
      "path); returns the previous state."},
     {"install_finalizer", install_finalizer, METH_NOARGS, "Array's tp_finalize: the C "
      "__del__ (after Array.__del__ is the ArrayDel)."},
+    {"enqueue", py_enqueue, METH_O, "array._enqueue_plain in C (the port joins this thread's "
+     "work queue; an Array of it comes back)."},
     {"settings_changed", settings_changed, METH_NOARGS, "A setting changed (config.py): work "
      "queues read their threshold again."},
     {"released_flags", released_flags, METH_O, "The trace key's released flags of a flush's "

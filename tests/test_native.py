@@ -58,8 +58,10 @@ def _program(u, v, w, z):
     h = u[::2] * 2.0               # a view
     s = u.sum() * v                # a computed 0-d array against an array
     k = ps.exp(u) + ps.negative(v)
+    m = ps.dot(u, v) + ps.max(u)   # the dot's product at its site (BinOp.at), reductions
+    o = ps.outer(u[:4], v[:3]) @ v[:3]    # an intrinsic (queued by _native.enqueue)
     del a                          # released before the read
-    return b, c, d, e, g, h, s, k
+    return b, c, d, e, g, h, s, k, m, o
 
 
 @needs_native

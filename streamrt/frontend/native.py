@@ -68,6 +68,7 @@ def install():
         if slow is not None:
             setattr(Array, name, functools.update_wrapper(
                 _native.BinOp(f.__name__, f._reflected, f, slow), f))
+    array._enqueue_plain = _native.enqueue    # (ports the Python path builds, queued in C)
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     config.listeners.append(_native.settings_changed)
