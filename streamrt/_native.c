@@ -1288,7 +1288,7 @@ static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 1
+#define NATIVE_ABI 2
 
 static PyObject *enable(PyObject *mod, PyObject *on) {
     int v = PyObject_IsTrue(on);

@@ -12,7 +12,8 @@ import functools
 
 from ..config import settings
 
-ABI = 1                      # the interface version of _native.c this module drives
+ABI = 2     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+            # the C functions or the keys of configure() change
 
 try:
     from .. import _native
