@@ -280,3 +280,37 @@ def test_native_off_by_environment(tmp_path):
                          check=True).stdout.split()
     assert out[:2] == ["0", "function"]
     assert float(out[2]) == float(np.sum(np.sqrt(np.arange(6.0) * 2.0 + 1.0)))
+
+
+@needs_native
+def test_following_a_cached_trace_and_leaving_it(stats):
+    """A queue starting where a cached trace started follows it (no key entries built); a
+    flush that matched it all takes the cached entries object itself; a trace that diverges
+    keys exactly as if nothing had been followed."""
+    from streamrt.caches import trace_cache
+
+    u = ps.asarray(np.arange(8.0))
+
+    def prog(x, n):
+        y = x * 2.0
+        for _ in range(n):
+            y = y + 1.0
+        return ps.sum(y)
+
+    for _ in range(2):
+        float(prog(u, 5))
+    q = workqueue.current_queue()
+    r = prog(u, 5)
+    assert q.follow is not None and q.fpos == len(q.follow) == 7
+    assert q.keyparts == []                          # nothing built while following
+    followed = q.follow
+    assert q.take_trace()[1] is followed             # the cached entries object itself
+    r = prog(u, 8)                                   # diverges at the 7th op
+    assert q.follow is None
+    diverged = q.key_entries()
+    ps.sync()
+    trace_cache.get().follow.clear()
+    r = prog(u, 8)
+    assert q.follow is None
+    assert q.key_entries() == diverged
+    assert float(r) == float(np.sum(np.arange(8.0) * 2.0 + 8.0))
