@@ -48,9 +48,8 @@ static PyObject *iinfo;          /* array._IINFO: dtype -> (min, max) */
 static PyObject *enqueue_plain;  /* array._enqueue_plain: the Python enqueue */
 static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
-static Py_ssize_t nsites;
-static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_q,
-    *s_power, *s_acquire, *s_release, *s_on_record, *s_queue_threshold, *s_queue_key;
+static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
+    *s_on_record, *s_queue_threshold, *s_queue_key;
 static PyObject *st_new, *st_done, *st_submitted, *st_dead, *zero, *empty;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
@@ -130,7 +129,6 @@ static PyObject *user_site(void) {
             set_slot(s, S_lineno, Py_None);
             if (PyDict_SetItem(per, li, s) < 0)
                 Py_CLEAR(s);
-            nsites++;
         }
     }
     Py_DECREF(li);
@@ -506,17 +504,6 @@ done:
     return rc;
 }
 
-static int lock_call(PyObject *lock, PyObject *meth) {
-    if (Py_TYPE(lock) == &QueueLockType)
-        return meth == s_acquire ? (lock_enter((QueueLock *)lock, 1), 0)
-                                 : lock_exit((QueueLock *)lock);
-    PyObject *r = PyObject_VectorcallMethod(meth, &lock, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 /* WorkQueue.compute without the debugger hook (checked by the caller); 0 or -1. */
 static int compute(PyObject *q, PyObject *port) {
     PyObject *shape = SLOT(port, P_shape);
@@ -541,9 +528,8 @@ static int compute(PyObject *q, PyObject *port) {
             Py_DECREF(v);
         }
     }
-    PyObject *lock = SLOT(q, Q_lock);
-    if (lock_call(lock, s_acquire) < 0)
-        return -1;
+    QueueLock *lock = (QueueLock *)SLOT(q, Q_lock);     /* (checked by enqueue) */
+    lock_enter(lock, 1);
     int rc = -1;
     PyObject *entry = PyTuple_Pack(2, s_compute, port);
     if (entry == NULL || PyList_Append(SLOT(q, Q_entries), entry) < 0)
@@ -565,7 +551,7 @@ static int compute(PyObject *q, PyObject *port) {
     rc = 0;
 done:
     Py_XDECREF(entry);
-    if (lock_call(lock, s_release) < 0)
+    if (lock_exit(lock) < 0)
         rc = -1;
     if (rc == 0) {
         long rec = PyLong_AsLong(SLOT(q, Q_recorded));
@@ -607,7 +593,7 @@ static PyObject *enqueue(PyObject *port) {
     PyObject *q = thread_queue();
     if (q == NULL)
         return NULL;
-    if (Py_TYPE(q) != QueueType)
+    if (Py_TYPE(q) != QueueType || Py_TYPE(SLOT(q, Q_lock)) != &QueueLockType)
         goto python;
     PyObject *inputs = SLOT(port, P_inputs);
     if (!PyTuple_CheckExact(inputs) || PyTuple_GET_SIZE(inputs) > MAXINS)
@@ -695,16 +681,52 @@ static void memo_clear(Memo *m) {
     }
 }
 
+/* The two recording callables, BinOp (an Array operator) and MapFunc (a one-operand function
+ * of the namespace), share one layout and their GC and attribute slots. */
 typedef struct {
     PyObject_HEAD
     PyObject *name;          /* the op (OPS key) */
-    PyObject *reflected;     /* Py_True / Py_False */
-    PyObject *func;          /* the Python operator: f(self, other) */
-    PyObject *slow;          /* the Python general path: slow(self, other, site) */
-    PyObject *dict;
+    PyObject *func;          /* the Python operator f(self, other) / function f(x, ...) */
+    PyObject *slow;          /* BinOp: the Python general path slow(self, other, site) */
+    PyObject *reflected;     /* BinOp: Py_True / Py_False */
+    PyObject *dict;          /* (__name__, __doc__, __wrapped__, ...: functools.update_wrapper) */
     vectorcallfunc vectorcall;
-    Memo memo[NMEMO];
-} BinOp;
+    Memo memo[NMEMO];        /* BinOp: (dtype, other dtype or kind); MapFunc: (dtype, None) */
+} Recorder;
+
+typedef Recorder BinOp;
+typedef Recorder MapFunc;
+
+static int recorder_traverse(Recorder *r, visitproc visit, void *arg) {
+    Py_VISIT(r->func);
+    Py_VISIT(r->slow);
+    Py_VISIT(r->dict);
+    return 0;
+}
+
+static int recorder_clear(Recorder *r) {
+    memo_clear(r->memo);
+    Py_CLEAR(r->name);
+    Py_CLEAR(r->func);
+    Py_CLEAR(r->slow);
+    Py_CLEAR(r->reflected);
+    Py_CLEAR(r->dict);
+    return 0;
+}
+
+static void recorder_dealloc(Recorder *r) {
+    PyObject_GC_UnTrack(r);
+    recorder_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMemberDef recorder_members[] = {
+    {"op", T_OBJECT, offsetof(Recorder, name), READONLY, NULL},
+    {NULL}};
+
+static PyGetSetDef dict_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}};
 
 /* the fast path of array._binop: NULL with no error -> the general path */
 static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject *site) {
@@ -850,29 +872,6 @@ static PyObject *binop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     return (PyObject *)b;
 }
 
-static int binop_traverse(BinOp *b, visitproc visit, void *arg) {
-    Py_VISIT(b->func);
-    Py_VISIT(b->slow);
-    Py_VISIT(b->dict);
-    return 0;
-}
-
-static int binop_clear(BinOp *b) {
-    memo_clear(b->memo);
-    Py_CLEAR(b->name);
-    Py_CLEAR(b->reflected);
-    Py_CLEAR(b->func);
-    Py_CLEAR(b->slow);
-    Py_CLEAR(b->dict);
-    return 0;
-}
-
-static void binop_dealloc(BinOp *b) {
-    PyObject_GC_UnTrack(b);
-    binop_clear(b);
-    Py_TYPE(b)->tp_free((PyObject *)b);
-}
-
 /* tp_descr_get of the method-like types: a bound method, as a function's (CPython calls the
  * operators unbound; this is for ``a.__add__``) */
 static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
@@ -880,14 +879,6 @@ static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
         return Py_NewRef(self);
     return PyMethod_New(self, obj);
 }
-
-static PyMemberDef binop_members[] = {
-    {"op", T_OBJECT, offsetof(BinOp, name), READONLY, NULL},
-    {NULL}};
-
-static PyGetSetDef dict_getset[] = {
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
-    {NULL}};
 
 static PyTypeObject BinOpType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -897,13 +888,13 @@ static PyTypeObject BinOpType = {
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "An Array operator recorded in C (the Python operator is __wrapped__).",
     .tp_new = binop_new,
-    .tp_traverse = (traverseproc)binop_traverse,
-    .tp_clear = (inquiry)binop_clear,
-    .tp_dealloc = (destructor)binop_dealloc,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_dealloc = (destructor)recorder_dealloc,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(BinOp, vectorcall),
     .tp_descr_get = method_get,
-    .tp_members = binop_members,
+    .tp_members = recorder_members,
     .tp_methods = binop_methods,
     .tp_getset = dict_getset,
     .tp_dictoffset = offsetof(BinOp, dict),
@@ -912,15 +903,6 @@ static PyTypeObject BinOpType = {
 };
 
 /* ---- one-operand map functions (ps.sqrt, ps.exp, ...) ----------------------------------- */
-typedef struct {
-    PyObject_HEAD
-    PyObject *name;
-    PyObject *func;          /* the Python function (math._make_map) */
-    PyObject *dict;
-    vectorcallfunc vectorcall;
-    Memo memo[NMEMO];        /* (operand dtype, None) -> (out, loop) dtypes */
-} MapFunc;
-
 static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames) {
     MapFunc *m = (MapFunc *)o;
@@ -980,26 +962,6 @@ static PyObject *mapfunc_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     return (PyObject *)m;
 }
 
-static int mapfunc_traverse(MapFunc *m, visitproc visit, void *arg) {
-    Py_VISIT(m->func);
-    Py_VISIT(m->dict);
-    return 0;
-}
-
-static int mapfunc_clear(MapFunc *m) {
-    memo_clear(m->memo);
-    Py_CLEAR(m->name);
-    Py_CLEAR(m->func);
-    Py_CLEAR(m->dict);
-    return 0;
-}
-
-static void mapfunc_dealloc(MapFunc *m) {
-    PyObject_GC_UnTrack(m);
-    mapfunc_clear(m);
-    Py_TYPE(m)->tp_free((PyObject *)m);
-}
-
 static PyObject *mapfunc_repr(MapFunc *m) {
     return PyUnicode_FromFormat("<streamrt function %U>", m->name);
 }
@@ -1014,10 +976,6 @@ static PyMethodDef mapfunc_methods[] = {
     {"__reduce__", mapfunc_reduce, METH_NOARGS, NULL},
     {NULL}};
 
-static PyMemberDef mapfunc_members[] = {
-    {"op", T_OBJECT, offsetof(MapFunc, name), READONLY, NULL},
-    {NULL}};
-
 static PyTypeObject MapFuncType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "streamrt._native.MapFunc",
@@ -1026,13 +984,13 @@ static PyTypeObject MapFuncType = {
     .tp_doc = "A one-operand element-wise function recorded in C (the Python function is "
               "__wrapped__).",
     .tp_new = mapfunc_new,
-    .tp_traverse = (traverseproc)mapfunc_traverse,
-    .tp_clear = (inquiry)mapfunc_clear,
-    .tp_dealloc = (destructor)mapfunc_dealloc,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_dealloc = (destructor)recorder_dealloc,
     .tp_repr = (reprfunc)mapfunc_repr,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(MapFunc, vectorcall),
-    .tp_members = mapfunc_members,
+    .tp_members = recorder_members,
     .tp_methods = mapfunc_methods,
     .tp_getset = dict_getset,
     .tp_dictoffset = offsetof(MapFunc, dict),
@@ -1181,8 +1139,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
 #define INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return NULL
     INTERN(s_map, "map"); INTERN(s_scalar, "scalar"); INTERN(s_view, "view");
     INTERN(s_const, "const"); INTERN(s_compute, "compute"); INTERN(s_f, "f");
-    INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_q, "q"); INTERN(s_power, "power");
-    INTERN(s_acquire, "acquire"); INTERN(s_release, "release");
+    INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power");
     INTERN(s_on_record, "on_record"); INTERN(s_queue_threshold, "queue_threshold");
     INTERN(s_queue_key, "streamrt.work_queue");
 #undef INTERN
@@ -1312,10 +1269,6 @@ static PyObject *native_count(PyObject *mod, PyObject *reset) {
     return PyLong_FromLongLong(n);
 }
 
-static PyObject *site_cache_size(PyObject *mod, PyObject *unused) {
-    return PyLong_FromSsize_t(nsites);
-}
-
 static PyMethodDef methods[] = {
     {"configure", configure, METH_O, "Give the C record path the classes, memo dicts and "
      "functions of the Python one (frontend/native.py); once."},
@@ -1333,7 +1286,6 @@ static PyMethodDef methods[] = {
     {"measured", streamrt_measured, METH_O, "f(), in the C function streamrt_measured (for "
      "callgrind's --toggle-collect: instruction counts of one call)."},
     {"native_count", native_count, METH_O, "native_count(reset): ops recorded entirely in C."},
-    {"site_cache_size", site_cache_size, METH_NOARGS, "Call sites memoised by the C path."},
     {NULL}};
 
 static struct PyModuleDef moddef = {

@@ -41,6 +41,12 @@ def is_int(d: np.dtype) -> bool:
 
 _WEAK = {"b": True, "i": 1, "f": 1.0, "c": 1j}
 
+# The Python number type of a dtype kind (or of a Python scalar's kind, scalar_kind), and the
+# dtype Numba gives that number: how a kernel's scalar parameter travels (executors/base.py
+# ``kernel_scalar``) and the dtype its prologue casts from (proggen/render_numba.py).
+PY_NUMBER = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+PY_NUMBER_DTYPE = {"b": bool_, "i": int64, "u": int64, "f": float64, "c": complex128}
+
 
 def scalar_kind(v):
     """'b', 'i', 'f', 'c' for Python/NumPy scalars; None otherwise."""

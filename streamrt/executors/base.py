@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from .. import dtypes as D
 from .. import stats
 from ..config import settings
 from ..ops import loop_operands
@@ -270,20 +271,16 @@ def scalar_value(p):
     return p.dtype.type(p.scalar)
 
 
-_NATIVE = {"f": float, "c": complex, "i": int, "u": int, "b": bool}
-
-
 def kernel_scalar(p):
     """A scalar port's value as a Numba kernel receives it: the Python number of its dtype's
-    kind (float, complex, int or bool), which the kernel casts to the dtype
-    (render_numba.scalar_params). An int outside int64 and uint64 -- only possible with a
-    float dtype -- arrives as the float NumPy would convert it to."""
+    kind (``dtypes.PY_NUMBER``: float, complex, int or bool), which the kernel casts to the
+    dtype (render_numba.scalar_params). (A Python int too large for int64 under a float dtype
+    arrives as the float it converts to; integer dtypes' values are range-checked when
+    recorded.)"""
     v = p.scalar
-    t = _NATIVE[p.dtype.kind]
+    t = D.PY_NUMBER[p.dtype.kind]
     if type(v) is not t:
-        v = t(v) if not isinstance(v, np.generic) else t(v.item())
-    if t is int and not -(1 << 63) <= v < (1 << 64):
-        v = int(p.dtype.type(v))
+        v = t(v.item() if isinstance(v, np.generic) else v)
     return v
 
 

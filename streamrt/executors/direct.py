@@ -16,15 +16,14 @@ import math
 
 import numpy as np
 
+from .. import dtypes as D
 from .. import stats
 from ..caches import program_cache
 from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port
 from ..proggen.kernel import is_update
 from ..proggen.linalg_intrinsics import HOST_INTRINSICS
-from .base import _NATIVE, HostPool, host_pool, kernel_scalar, ref_value
-
-_WEAK_TYPE = {"f": float, "i": int, "b": bool, "c": complex}   # a Python scalar's kind
+from .base import HostPool, host_pool, kernel_scalar, ref_value
 from .cpu import CPUExecutor, chunks_for
 
 
@@ -60,7 +59,7 @@ class _Plan:
         Argument sources: ``c`` a constant (bound in ``g``), ``b`` an output buffer, ``i`` /
         ``p`` a checked input's flat value, ``s`` a flushed scalar."""
         g.update(plan=self, empty=np.empty, pool=host_pool.array, cs=cscheduler, nd=np.ndarray,
-                 DONE=DONE, chunks_for=chunks_for, call=program_cache.call)
+                 DONE=DONE, errstate=np.errstate, call=program_cache.call)
         lines = list(head)
         lines += ["    f = cs._flow",
                   f"    if {self.elements} > cs.inline_limit() or f is None or f.inflight:",
@@ -74,11 +73,9 @@ class _Plan:
             lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
         # (host intrinsics run with NumPy's floating-point warnings off, as ``run_refop``
         # runs them: one errstate for the whole run, not one per step -- ~4 us each)
-        intrinsics = any(st[1] is None for st in self.steps)
-        g["errstate"] = np.errstate
+        quiet = ", errstate(all='ignore')" if any(st[1] is None for st in self.steps) else ""
         lines += ["    try:",
-                  "        with executor.run_lock"
-                  f"{', errstate(all=' + repr('ignore') + ')' if intrinsics else ''}:"]
+                  f"        with executor.run_lock{quiet}:"]
         for si, (kern, elements, srcs, red) in enumerate(self.steps):
             if elements is None:
                 lines += self._intrinsic(g, si, kern, srcs, red)
@@ -371,10 +368,10 @@ def trace_plan(t, seq, kports, executor, stat="trace_cache"):
     def scalar_source(p, i):
         if i is None:
             return None
-        native = _NATIVE[p.dtype.kind]
+        native = D.PY_NUMBER[p.dtype.kind]
         # a Python scalar's kind is part of the trace key (its port's params): a float
         # operand of a float dtype arrives as it is; anything else is converted per run
-        weak = p.params[:1] == ("weak",) and _WEAK_TYPE.get(p.params[1]) is native
+        weak = p.params[:1] == ("weak",) and D.PY_NUMBER.get(p.params[1]) is native
         return ("s", (i, None if weak else native))
 
     pos = {p.id: i for i, p in enumerate(kports)}

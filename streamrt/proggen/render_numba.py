@@ -62,18 +62,13 @@ def cast(expr, src, dst):
     return f"{npname(dst)}({expr})"
 
 
-# The dtype of the Python number a scalar parameter arrives as (executors/base.py
-# ``kernel_scalar``), by the kind of the scalar's dtype.
-_NATIVE = {"f": D.float64, "c": D.complex128, "i": D.int64, "u": D.int64, "b": D.bool_}
-
-
 def scalar_params(scalars):
     """(parameter names, prologue lines) of a kernel's scalar parameters: each arrives as a
     Python number (float, int, bool or complex: the dispatcher unboxes those several times
     faster than NumPy scalars, and nothing converts them per call) and is cast to its dtype
     once, before the loops, as ``p{i}``."""
     names = [f"sc{i}" for i in range(len(scalars))]
-    lines = [f"p{i} = {cast(f'sc{i}', _NATIVE[s.dtype.kind], s.dtype)}"
+    lines = [f"p{i} = {cast(f'sc{i}', D.PY_NUMBER_DTYPE[s.dtype.kind], s.dtype)}"
              for i, s in enumerate(scalars)]
     return names, lines
 
