@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from . import dtypes as D
-from .frontend.array import HANDLED_FUNCTIONS, const_port
+from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out
 from .frontend.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 from .frontend.linalg import _intrinsic, _port, _wrap
 
@@ -71,22 +71,26 @@ def _one(name, a, n, axis, norm, site):
 
 def fft(a, n=None, axis=-1, norm=None, out=None):
     """1-D discrete Fourier transform along ``axis``."""
-    return _one("fft", a, n, axis, norm, callsite())
+    site = callsite()
+    return finish_out("fft", _one("fft", a, n, axis, norm, site), out, True, "same_kind", site)
 
 
 def ifft(a, n=None, axis=-1, norm=None, out=None):
     """1-D inverse transform along ``axis``."""
-    return _one("ifft", a, n, axis, norm, callsite())
+    site = callsite()
+    return finish_out("ifft", _one("ifft", a, n, axis, norm, site), out, True, "same_kind", site)
 
 
 def rfft(a, n=None, axis=-1, norm=None, out=None):
     """1-D transform of a real input (n//2 + 1 complex outputs)."""
-    return _one("rfft", a, n, axis, norm, callsite())
+    site = callsite()
+    return finish_out("rfft", _one("rfft", a, n, axis, norm, site), out, True, "same_kind", site)
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None):
     """Inverse of rfft: n (default 2*(m-1)) real outputs."""
-    return _one("irfft", a, n, axis, norm, callsite())
+    site = callsite()
+    return finish_out("irfft", _one("irfft", a, n, axis, norm, site), out, True, "same_kind", site)
 
 
 def _multi(name, a, s, axes, norm, site):
@@ -113,22 +117,30 @@ def _multi(name, a, s, axes, norm, site):
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     """2-D transform over ``axes`` (default the last two)."""
-    return _multi("fft2", a, s, axes, norm, callsite())
+    site = callsite()
+    return finish_out("fft2", _multi("fft2", a, s, axes, norm, site), out, True, "same_kind",
+                      site)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     """2-D inverse transform over ``axes``."""
-    return _multi("ifft2", a, s, axes, norm, callsite())
+    site = callsite()
+    return finish_out("ifft2", _multi("ifft2", a, s, axes, norm, site), out, True, "same_kind",
+                      site)
 
 
 def fftn(a, s=None, axes=None, norm=None, out=None):
     """N-D transform (default: all axes)."""
-    return _multi("fftn", a, s, axes, norm, callsite())
+    site = callsite()
+    return finish_out("fftn", _multi("fftn", a, s, axes, norm, site), out, True, "same_kind",
+                      site)
 
 
 def ifftn(a, s=None, axes=None, norm=None, out=None):
     """N-D inverse transform."""
-    return _multi("ifftn", a, s, axes, norm, callsite())
+    site = callsite()
+    return finish_out("ifftn", _multi("ifftn", a, s, axes, norm, site), out, True, "same_kind",
+                      site)
 
 
 def fftfreq(n, d=1.0, device=None):

@@ -15,7 +15,7 @@ import functools
 import numpy as np
 
 from . import dtypes as D
-from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, record_map,
+from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, finish_out, record_map,
                              record_reduce)
 from .frontend.array import reshape as _reshape
 from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
@@ -263,7 +263,7 @@ def multi_dot(arrays, *, out=None):
     r = arrays[0]
     for b in arrays[1:]:
         r = _matmul(r, b, site)
-    return r
+    return finish_out("multi_dot", r, out, True, "same_kind", site)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import dtypes as D
 from . import rngcore
-from .frontend.array import Array, _enqueue, const_port, operand
+from .frontend.array import Array, _enqueue, const_port, finish_out, operand
 from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
 from .scheduler.workqueue import Port, current_queue
 
@@ -90,6 +90,19 @@ def _scalar(v):
     return Port("scalar", "scalar", D.int64, (), params=("strong",), scalar=rngcore.to_i64(v))
 
 
+def _out_size(out, size, dtype, site, what):
+    """NumPy's ``out=`` of a draw: it gives the size, and its dtype must be ``dtype``."""
+    if out is None:
+        return size
+    if np.dtype(dtype) != out.dtype:
+        raise record_error(ArgumentError, f"{what}: Supplied output array has the wrong type. "
+                           f"Expected {np.dtype(dtype)}, got {out.dtype}", site)
+    if size is not None and tuple(np.atleast_1d(size)) != tuple(out.shape):
+        raise record_error(ValueError, f"{what}: size must match out.shape when used together",
+                           site)
+    return out.shape
+
+
 class Generator:
     """A counter-based generator: (key, counter). See the module docstring."""
 
@@ -155,20 +168,18 @@ class Generator:
     def random(self, size=None, dtype=np.float64, out=None):
         """Uniform floats in [0, 1): 53 random bits (float64) or 24 (float32)."""
         site = callsite()
-        if out is not None:
-            raise record_error(ArgumentError, "random: out= is not supported (arrays are "
-                               "immutable; use the return value)", site)
+        size = _out_size(out, size, dtype, site, "random")
         dt = _float_dtype(dtype, site, "random")
-        return self._draw("uniform", _shape(size, site, "random"), dt, dt, (), site)
+        r = self._draw("uniform", _shape(size, site, "random"), dt, dt, (), site)
+        return finish_out("random", r, out, True, "no", site)
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
         """Standard normal floats (Box-Muller, computed in float64)."""
         site = callsite()
-        if out is not None:
-            raise record_error(ArgumentError, "standard_normal: out= is not supported", site)
+        size = _out_size(out, size, dtype, site, "standard_normal")
         dt = _float_dtype(dtype, site, "standard_normal")
-        return self._draw("normal", _shape(size, site, "standard_normal"), dt, D.float64, (),
-                          site)
+        r = self._draw("normal", _shape(size, site, "standard_normal"), dt, D.float64, (), site)
+        return finish_out("standard_normal", r, out, True, "no", site)
 
     def _param_shape(self, params, size, site, what):
         ports = [operand(p, site) for p in params]

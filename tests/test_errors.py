@@ -201,24 +201,24 @@ def test_comparison_with_out_of_range_python_int_like_numpy(arrays):
 
 def test_wrong_arguments_raise_argument_error(arrays):
     x, _, i32, b = arrays
-    cases = [lambda: x + "a", lambda: x * None, lambda: ps.sin(x, x),
-             lambda: ps.add(x, x, x), lambda: ps.sum(x, out=np.zeros(3)),
+    cases = [lambda: x + "a", lambda: x * None, lambda: ps.sin(x, x, x),
+             lambda: ps.add(x, x, x, x), lambda: ps.sum(x, axs=0),
              lambda: ps.where(b, x), lambda: x.reshape(-1, -1), lambda: x.transpose(0, 0),
-             lambda: ps.clip(x), lambda: ps.sum(x, axis=(0, 0)),
+             lambda: ps.sum(x, axis=(0, 0)), lambda: ps.add(x, x, signature="dd->d"),
              lambda: x.__setitem__(np.array([0.5]), 1.0), lambda: x[0, 0, 0], lambda: x[5],
              lambda: x[..., ...], lambda: x["a"],
              # silently C order would be a wrong result: other orders are refused
              lambda: x.reshape(3, 2, order="F"), lambda: np.reshape(x, 6, order="F"),
              lambda: ps.ravel(x, order="F"), lambda: np.ravel(x.T, order="K")]
     for i, call in enumerate(cases):
-        with pytest.raises(ps.ArgumentError) as ei:
-            call()
-        assert HERE in str(ei.value), (i, str(ei.value))
-    with pytest.raises(ps.ArgumentError) as ei:
+        with pytest.raises(TypeError) as ei:        # (ArgumentError, or Python's own for an
+            call()                                  # unknown keyword)
+        assert HERE in str(ei.value) or str(ei.traceback[-1].path) == __file__, \
+            (i, str(ei.value))
+    with pytest.raises(ValueError) as ei:
         line = _line() + 1
-        ps.exp(x, np.empty((2, 3)))  # NumPy's out argument
+        ps.sum(x, out=np.zeros(3))  # a reduction's out= must have the result's shape
     _names_line(ei, line)
-    assert "out=" in str(ei.value)
     with pytest.raises(ValueError) as ei:
         line = _line() + 1
         x[::0]

@@ -117,8 +117,73 @@ def _pick(data, pool, exact_only):
     return cand[data.draw(st.integers(0, len(cand) - 1), label="operand")]
 
 
+def _out_step(data, pool):
+    """``np.<ufunc>(a, b, out=target[, where=mask])``: written into an existing array (and
+    every view sharing its memory, on both sides); what was computed from the target before
+    keeps the old values."""
+    name = data.draw(st.sampled_from([n for n in MAP_OPS if ops.OPS[n].ufunc]), label="out op")
+    op = ops.OPS[name]
+    args = [_pick(data, pool, name not in CONTINUOUS) for _ in range(op.arity)]
+    target = _pick(data, pool, False)
+    if any(a is None for a in args) or not target.np.flags.writeable:
+        return None
+    try:
+        shape = np.broadcast_shapes(*[a.np.shape for a in args])
+        if np.broadcast_shapes(shape, target.np.shape) != target.np.shape:
+            return None
+    except ValueError:
+        return None
+    mask = None
+    if data.draw(st.booleans(), label="where mask"):
+        mask = np.random.default_rng(len(pool)).random(target.np.shape) < 0.5
+    kw = {} if mask is None else {"where": mask}
+    uf = getattr(np, op.ufunc)
+    before = target.np.copy()
+    try:
+        with np.errstate(all="ignore"):
+            uf(*[a.np for a in args], out=target.np, **kw)
+    except (TypeError, ValueError):
+        target.np[...] = before            # (NumPy may have written before raising)
+        with pytest.raises((TypeError, ValueError)):
+            getattr(ps, name)(*[a.ps for a in args], out=target.ps, **kw)
+        return None
+    if name in ("reciprocal", "power", "floor_divide", "remainder") and \
+            before.dtype.kind in "biu":
+        target.np[...] = before            # (integer edge cases: see _apply)
+        return None
+    r = getattr(ps, name)(*[a.ps for a in args], out=target.ps, **kw)
+    assert r is target.ps
+    target.inexact = target.inexact or op.float_tol or any(a.inexact for a in args)
+    return None
+
+
+def _read_step(data, pool):
+    """A read in the middle of the program: a read-only view of the computed buffer (a write
+    through it must fail, not change earlier work); ``np.array`` gives a writable copy whose
+    writes change nothing."""
+    n = _pick(data, pool, False)
+    v = np.asarray(n.ps)
+    assert not v.flags.writeable
+    if v.size:
+        with pytest.raises(ValueError):
+            v[(0,) * v.ndim] = 0
+        c = np.array(n.ps)
+        assert c.flags.writeable
+        c[(0,) * c.ndim] = 1
+    rtol, atol = (_tolerance(n.np.dtype, 1.0 + float(np.max(np.abs(
+        n.np[np.isfinite(n.np)]), initial=0.0))) if n.inexact and n.np.dtype.kind == "f"
+        else (0.0, 0.0))
+    _compare(v, n.np, "a read in the middle", rtol, atol)
+    return None
+
+
 def _step(data, rng, pool):
-    kind = data.draw(st.sampled_from(["map"] * 8 + ["where", "astype", "view"]), label="step")
+    kind = data.draw(st.sampled_from(["map"] * 8 + ["where", "astype", "view", "out", "read"]),
+                     label="step")
+    if kind == "out":
+        return _out_step(data, pool)
+    if kind == "read":
+        return _read_step(data, pool)
     if kind == "view":
         n = _pick(data, pool, False)
         if not n.np.ndim:
@@ -167,18 +232,28 @@ def _reduce(data, node):
                      label="axis")
     if name in ("argmax", "argmin") and isinstance(axis, tuple):
         axis = axis[0]
-    if name in ("max", "min", "argmax", "argmin") and node.np.size == 0:
+    if name in ("argmax", "argmin") and node.np.size == 0:
         return None
     kd = data.draw(st.booleans(), label="keepdims")
     a = node.np
+    kw = {}
+    # NumPy's reduction keywords: a where= mask (max/min need initial= with it), initial=
+    if name not in ("argmax", "argmin") and data.draw(st.booleans(), label="where="):
+        kw["where"] = np.random.default_rng(a.size).random(a.shape) < 0.6
+    if name in ("sum", "prod", "max", "min") and (
+            data.draw(st.booleans(), label="initial=") or
+            ("where" in kw and name in ("max", "min"))):
+        kw["initial"] = data.draw(st.sampled_from([0, 1, -2, 3]), label="initial")
+    if name in ("max", "min") and a.size == 0 and "initial" not in kw:
+        return None
     with np.errstate(all="ignore"):
         if name in ("sum", "mean", "var", "std") and a.dtype == np.float32:
-            ref = getattr(np, name)(a.astype(np.float64), axis=axis, keepdims=kd)
+            ref = getattr(np, name)(a.astype(np.float64), axis=axis, keepdims=kd, **kw)
             ref = np.asarray(ref).astype(np.float32)
         else:
-            ref = np.asarray(getattr(np, name)(a, axis=axis, keepdims=kd))
+            ref = np.asarray(getattr(np, name)(a, axis=axis, keepdims=kd, **kw))
     ref = ref.astype(D.canonical(ref.dtype))
-    got = getattr(ps, name)(node.ps, axis=axis, keepdims=kd)
+    got = getattr(ps, name)(node.ps, axis=axis, keepdims=kd, **kw)
     n_red = a.size if axis is None else math.prod(
         a.shape[i] for i in (axis if isinstance(axis, tuple) else (axis,)))
     return name, got, ref, n_red

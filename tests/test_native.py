@@ -170,7 +170,8 @@ def test_map_function_keeps_its_identity():
     import inspect
     assert ps.sqrt.__name__ == "sqrt"
     assert "sqrt" in ps.sqrt.__doc__
-    assert list(inspect.signature(ps.sqrt).parameters) == ["x", "out", "dtype"]
+    assert list(inspect.signature(ps.sqrt).parameters) == [
+        "x", "out", "where", "casting", "order", "dtype", "subok", "signature"]
     u = ps.asarray(np.array([4.0, 9.0]))
     np.testing.assert_array_equal(np.asarray(ps.sqrt(u, dtype=np.float32)), [2, 3])
     assert ps.sqrt(4.0) == 2.0                       # a Python scalar: the Python path

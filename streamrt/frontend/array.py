@@ -17,9 +17,9 @@ from ..scheduler import cscheduler
 from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
 from ..scheduler.workqueue import _local as _tls
 from .errors import _INTERNAL, CallSite
-from .errors import (ArgumentError, DTypeError, FallbackError, ShapeError, StreamrtAxisError,
-                     StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
-                     record_error)
+from .errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
+                     StreamrtAxisError, StreamrtError, StreamrtIndexError,
+                     StreamrtOverflowError, callsite, record_error)
 from . import indexing as _indexing
 from .indexing import register as _register
 from . import pieces as _pieces
@@ -291,6 +291,84 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     return _enqueue(Port("reduce", name, out_dt, shape, (p,), params, site))
 
 
+_NoValue = np._NoValue
+_COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+# the value a masked-out element takes (where=) so that it does not change the result
+_NEUTRAL = {"sum": 0, "mean": 0, "prod": 1, "any": 0, "all": 1}
+
+
+def _as_array(a, site):
+    return a if isinstance(a, Array) else Array._wrap(operand(a, site))
+
+
+def _mask(where, x, site, name):
+    """The where= mask as an Array broadcastable to ``x`` (NumPy's rule)."""
+    m = _as_array(where, site)
+    if m.dtype != D.bool_:
+        raise record_error(DTypeError, f"{name}: where= must be a boolean mask, got {m.dtype}",
+                           site)
+    try:
+        ok = tuple(np.broadcast_shapes(m.shape, x.shape)) == tuple(x.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise record_error(ShapeError, f"{name}: where= mask of shape {m.shape} does not "
+                           f"broadcast to the array's shape {x.shape}", site)
+    return m
+
+
+def _const(v, dt):
+    return np.asarray(v).astype(dt)
+
+
+def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
+    """A reduction with NumPy's ``initial=`` and ``where=``: masked-out elements are replaced
+    by a value that leaves the result unchanged (``initial`` for max/min, which NumPy
+    requires with a mask), and ``initial`` joins the reduced values."""
+    if initial is _NoValue and where is True:
+        return record_reduce(name, a, axis, keepdims, dtype, site=site)
+    x = _as_array(a, site)
+    if initial is not _NoValue and name not in _COMBINE:
+        raise record_error(ArgumentError, f"{name}() got an unexpected keyword argument "
+                           "'initial'", site)
+    if where is not True:
+        if name in ("argmax", "argmin"):
+            raise record_error(ArgumentError, f"{name}() got an unexpected keyword argument "
+                               "'where'", site)
+        m = _mask(where, x, site, name)
+        if name in ("max", "min"):
+            if initial is _NoValue:
+                npname = {"max": "maximum", "min": "minimum"}[name]
+                raise record_error(ValueError, f"reduction operation '{npname}' does not have "
+                                   "an identity, so to use a where mask one has to specify "
+                                   "'initial'", site)
+            fill = _const(initial, x.dtype)
+        else:
+            fill = _const(_NEUTRAL[name], x.dtype)
+        xm = record_map("where", m, x, fill, site=site)
+        if name == "mean":
+            out_dt = reduction_dtypes("mean", x.dtype)[0] if dtype is None else \
+                canonical_dtype(dtype, site)
+            s = record_reduce("sum", xm, axis, keepdims,
+                              out_dt if out_dt.kind in "fc" else D.float64, site=site)
+            mb = broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+            n = record_reduce("sum", mb, axis, keepdims, D.int64, site=site)
+            return astype(record_map("divide", s, n, site=site), out_dt, site=site)
+        x = xm
+    axes = normalize_axes(axis, x.ndim, site, name)
+    if initial is not _NoValue and any(x.shape[ax] == 0 for ax in axes):
+        # nothing to reduce: the result is ``initial`` (max/min of no element would raise)
+        out_dt = canonical_dtype(dtype, site) if dtype is not None else \
+            reduction_dtypes(name, x.dtype)[0]
+        shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims \
+            else tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        return Array._wrap(operand(np.full(shape, _const(initial, out_dt)), site))
+    r = record_reduce(name, x, axis, keepdims, dtype, site=site)
+    if initial is not _NoValue:
+        r = record_map(_COMBINE[name], r, _const(initial, r.dtype), site=site)
+    return r
+
+
 def _view(p, off, shape, strides, site, src=None):
     base = p.base_view()[0]
     v = Port("view", "view", p.dtype, tuple(shape), (base,), (int(off), tuple(strides)), site)
@@ -378,13 +456,16 @@ def _static_key(key):
 _warned = set()
 
 
-def to_numpy_tree(x):
+def to_numpy_tree(x, writable=False):
+    """Arrays in a nested argument structure as NumPy arrays: read-only views of the computed
+    buffers, or (``writable``) copies a NumPy function may write into."""
     if isinstance(x, Array):
-        return x.numpy()
+        v = x.numpy()
+        return v.copy() if writable else v
     if isinstance(x, (list, tuple)):
-        return type(x)(to_numpy_tree(i) for i in x)
+        return type(x)(to_numpy_tree(i, writable) for i in x)
     if isinstance(x, dict):
-        return {k: to_numpy_tree(v) for k, v in x.items()}
+        return {k: to_numpy_tree(v, writable) for k, v in x.items()}
     return x
 
 
@@ -398,20 +479,104 @@ def from_numpy_tree(x, site):
     return x
 
 
-def fallback(name, func, args, kwargs, site=None):
-    """Run a NumPy function streamrt does not implement on materialised inputs."""
+# NumPy functions that write into an argument (its position): the fallback runs them on a copy
+# and writes the copy back into the streamrt array, as a region write (NumPy semantics)
+MUTATING = {"copyto": 0, "fill_diagonal": 0, "put": 0, "place": 0, "putmask": 0,
+            "put_along_axis": 0}
+
+
+def fallback(name, func, args, kwargs, site=None, why=None):
+    """Run a NumPy function streamrt does not implement (or not with these arguments: ``why``
+    says which) on materialised inputs. ``out=`` arrays are written as region writes
+    afterwards, never through their buffers (recorded work may still read the old values)."""
     site = site or callsite()
+    what = f"numpy.{name}{why or ''} is not implemented lazily"
     if settings.strict:
-        raise record_error(FallbackError, f"numpy.{name} is not implemented by streamrt "
-                           "(STREAMRT_STRICT=1 makes the NumPy fallback an error)", site)
+        raise record_error(FallbackError, f"{what} (STREAMRT_STRICT=1 makes the NumPy fallback "
+                           "an error)", site)
     stats.add("fallbacks")
-    if name not in _warned:
-        _warned.add(name)
-        warnings.warn_explicit(f"streamrt: numpy.{name} is not implemented lazily; inputs are "
-                               "materialised and NumPy runs it (warned once)", RuntimeWarning,
-                               site.filename, site.lineno)
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn_explicit(f"streamrt: {what}; inputs are materialised and NumPy runs it "
+                               "(warned once)", RuntimeWarning, site.filename, site.lineno)
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if isinstance(out, tuple) and all(o is None for o in out):
+        out = None
+    if out is not None and not isinstance(out, (Array, np.ndarray)):
+        raise record_error(ArgumentError, f"numpy.{name}: out= must be an array", site)
+    target = MUTATING.get(name)
+    if target is not None and len(args) > target and isinstance(args[target], Array):
+        host = to_numpy_tree(args[target], writable=True)
+        res = func(*(host if i == target else to_numpy_tree(a) for i, a in enumerate(args)),
+                   **to_numpy_tree(kwargs))
+        _indexing.setitem(args[target], Ellipsis, host)
+        return res
     res = func(*to_numpy_tree(args), **to_numpy_tree(kwargs))
+    if out is not None:
+        return finish_out(name, from_numpy_tree(np.asarray(res), site)
+                          if isinstance(out, Array) else res, out, True, "unsafe", site, exact=True)
     return from_numpy_tree(res, site)
+
+
+def finish_out(name, r, out, where, casting, site, exact=False):
+    """NumPy's ``out=`` and ``where=`` for a result computed without them: masked-out elements
+    keep ``out``'s values (0 without ``out``, where NumPy leaves them uninitialised), and the
+    result is written into ``out`` as a region write -- the array and its views see it, work
+    recorded earlier reads the old values. Returns ``out`` (or the result). ``exact``: ``out``
+    must have the result's shape (a reduction's), not only one it broadcasts to."""
+    if out is None and where is True:
+        return r
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise record_error(ArgumentError, f"{name}: out= must be one array (got a tuple "
+                               f"of {len(out)})", site)
+        out = out[0]
+    if out is not None and not isinstance(out, (Array, np.ndarray)):
+        raise record_error(ArgumentError, f"{name}: out= must be an array, got "
+                           f"{type(out).__name__}", site)
+    rd = r.dtype if isinstance(r, Array) else np.asarray(r).dtype
+    rs = r.shape if isinstance(r, Array) else np.shape(r)
+    if out is not None:
+        if rd != out.dtype and not np.can_cast(rd, out.dtype, casting):
+            raise record_error(DTypeError, f"Cannot cast ufunc '{name}' output from "
+                               f"dtype('{rd}') to dtype('{out.dtype}') with casting rule "
+                               f"'{casting}'", site)
+        try:
+            ok = tuple(np.broadcast_shapes(rs, out.shape)) == tuple(out.shape)
+        except ValueError:
+            ok = False
+        if exact and tuple(rs) != tuple(out.shape):
+            raise record_error(ShapeError, f"{name}: output parameter has the wrong shape "
+                               f"{tuple(out.shape)} (the result's is {tuple(rs)})", site)
+        if not ok:
+            raise record_error(ShapeError, f"{name}: non-broadcastable output operand with "
+                               f"shape {out.shape} doesn't match the broadcast shape {rs}",
+                               site)
+    if where is not True:
+        m = where if isinstance(where, Array) else Array._wrap(operand(np.asarray(where), site))
+        if m.dtype != D.bool_:
+            raise record_error(DTypeError, f"{name}: where= must be a boolean mask, got "
+                               f"{m.dtype}", site)
+        shape = out.shape if out is not None else rs
+        try:
+            ok = tuple(np.broadcast_shapes(m.shape, shape)) == tuple(shape)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise record_error(ShapeError, f"{name}: where= mask of shape {m.shape} does not "
+                               f"broadcast to the output's shape {shape}", site)
+        if out is None:
+            return record_map("where", m, r, np.zeros((), rd), site=site)
+        old = out if isinstance(out, Array) else Array._wrap(const_port(out, site))
+        r = record_map("where", m, astype(r, out.dtype, site=site), old, site=site)
+    if isinstance(out, Array):
+        _indexing.setitem(out, Ellipsis, r)
+    else:
+        out[...] = r.numpy() if isinstance(r, Array) else r
+    return out
 
 
 HANDLED_FUNCTIONS = {}     # numpy function name -> streamrt implementation (filled by ops modules)
@@ -481,7 +646,10 @@ class Array:
 
     # ---- reads ----------------------------------------------------------------------------
     def numpy(self):
-        """The value as a NumPy array (forces evaluation)."""
+        """The value as a read-only NumPy array over the computed buffer (forces evaluation;
+        ``np.array(x)`` or ``.copy()`` gives a writable copy). Read-only because recorded
+        work that has not run yet may still read the buffer: a write through the returned
+        array would change earlier results."""
         p = self._port
         try:
             cscheduler.ensure(p)
@@ -491,13 +659,16 @@ class Array:
         v = p.host_value()
         if on_read is not None:
             on_read(p, v)       # debugger: compare with the reference on copy-out
+        if v.flags.writeable:
+            v = v.view()
+            v.flags.writeable = False
         return v
 
     def __array__(self, dtype=None, copy=None):
         v = self.numpy()
-        if dtype is not None:
-            v = v.astype(dtype)
-        return np.array(v, copy=True) if copy else v
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)          # (a copy: writable)
+        return v.copy() if copy else v
 
     def item(self, *args):
         return self.numpy().item(*args)
@@ -560,11 +731,12 @@ class Array:
         ops recorded earlier read the old value (frontend/indexing.py)."""
         _indexing.setitem(self, key, value)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", copy=None):
         site = callsite()
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape, site=site, order=order)
+        r = reshape(self, shape, site=site, order=order)
+        return astype(r, r.dtype, site=site) if copy else r
 
     def transpose(self, *axes):
         site = callsite()
@@ -582,88 +754,162 @@ class Array:
         ax[-2:] = ax[-1], ax[-2]
         return transpose(self, tuple(ax), site=callsite())
 
-    def ravel(self):
-        return reshape(self, (-1,), site=callsite())
+    def ravel(self, order="C"):
+        return reshape(self, (-1,), site=callsite(), order=order)
 
-    def flatten(self):
-        return reshape(self, (-1,), site=callsite()).copy()
+    def flatten(self, order="C"):
+        return reshape(self, (-1,), site=callsite(), order=order).copy()
 
-    def copy(self):
+    def copy(self, order="C"):
         return astype(self, self.dtype, site=callsite())
 
-    def astype(self, dtype, copy=True):
-        return astype(self, dtype, site=callsite())
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        site = callsite()
+        dt = canonical_dtype(dtype, site)
+        if casting != "unsafe" and not np.can_cast(self.dtype, dt, casting):
+            raise record_error(DTypeError, f"Cannot cast array data from dtype('{self.dtype}') "
+                               f"to dtype('{dt}') according to the rule '{casting}'", site)
+        if not copy and dt == self.dtype:
+            return self
+        return astype(self, dt, site=site)
 
-    # ---- reductions as methods -------------------------------------------------------------
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        return record_reduce("sum", self, axis, keepdims, dtype, site=callsite())
+    # ---- reductions as methods (ndarray's signatures) ----------------------------------------
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
+            where=True):
+        site = callsite()
+        r = reduce_kw("sum", self, axis, keepdims, dtype, initial, where, site)
+        return finish_out("sum", r, out, True, "unsafe", site, exact=True)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return record_reduce("prod", self, axis, keepdims, dtype, site=callsite())
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
+             where=True):
+        site = callsite()
+        r = reduce_kw("prod", self, axis, keepdims, dtype, initial, where, site)
+        return finish_out("prod", r, out, True, "unsafe", site, exact=True)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return record_reduce("mean", self, axis, keepdims, dtype, site=callsite())
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        site = callsite()
+        r = reduce_kw("mean", self, axis, keepdims, dtype, _NoValue, where, site)
+        return finish_out("mean", r, out, True, "unsafe", site, exact=True)
 
-    def max(self, axis=None, keepdims=False):
-        return record_reduce("max", self, axis, keepdims, site=callsite())
+    def max(self, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        site = callsite()
+        r = reduce_kw("max", self, axis, keepdims, None, initial, where, site)
+        return finish_out("max", r, out, True, "unsafe", site, exact=True)
 
-    def min(self, axis=None, keepdims=False):
-        return record_reduce("min", self, axis, keepdims, site=callsite())
+    def min(self, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        site = callsite()
+        r = reduce_kw("min", self, axis, keepdims, None, initial, where, site)
+        return finish_out("min", r, out, True, "unsafe", site, exact=True)
 
-    def any(self, axis=None, keepdims=False):
-        return record_reduce("any", self, axis, keepdims, site=callsite())
+    def any(self, axis=None, out=None, keepdims=False, *, where=True):
+        site = callsite()
+        r = reduce_kw("any", self, axis, keepdims, None, _NoValue, where, site)
+        return finish_out("any", r, out, True, "unsafe", site, exact=True)
 
-    def all(self, axis=None, keepdims=False):
-        return record_reduce("all", self, axis, keepdims, site=callsite())
+    def all(self, axis=None, out=None, keepdims=False, *, where=True):
+        site = callsite()
+        r = reduce_kw("all", self, axis, keepdims, None, _NoValue, where, site)
+        return finish_out("all", r, out, True, "unsafe", site, exact=True)
 
-    def argmax(self, axis=None, keepdims=False):
-        return record_reduce("argmax", self, axis, keepdims, site=callsite())
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        site = callsite()
+        r = record_reduce("argmax", self, axis, keepdims, site=site)
+        return finish_out("argmax", r, out, True, "unsafe", site, exact=True)
 
-    def argmin(self, axis=None, keepdims=False):
-        return record_reduce("argmin", self, axis, keepdims, site=callsite())
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        site = callsite()
+        r = record_reduce("argmin", self, axis, keepdims, site=site)
+        return finish_out("argmin", r, out, True, "unsafe", site, exact=True)
 
-    def var(self, axis=None, ddof=0, keepdims=False):
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
         from .math import var
-        return var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+        return var(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
 
-    def std(self, axis=None, ddof=0, keepdims=False):
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=None, correction=None):
         from .math import std
-        return std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+        return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
 
-    def clip(self, a_min=None, a_max=None):
+    def clip(self, min=None, max=None, out=None, **kwargs):
         from .math import clip
-        return clip(self, a_min, a_max)
+        return clip(self, min, max, out, **kwargs)
 
-    def dot(self, other):
+    def dot(self, b, out=None):
         from .math import dot
-        return dot(self, other)
+        return finish_out("dot", dot(self, b), out, True, "safe", callsite())
 
     # ---- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         site = callsite()
         name = UFUNC_TO_OP.get(ufunc.__name__)
-        if method == "__call__" and name is not None and not kwargs.get("out"):
-            kw = {k: v for k, v in kwargs.items() if v is not None}
-            dt = kw.pop("dtype", None)
-            if not kw:
-                r = record_map(name, *inputs, site=site)
-                return astype(r, dt, site=site) if dt is not None else r
-        if method == "reduce" and not kwargs.get("out"):
+        if method == "__call__" and name is not None and set(kwargs) <= _UFUNC_KW:
+            # the namespace function takes NumPy's ufunc keywords (frontend/math.py)
+            return HANDLED_UFUNCS[name](*inputs, **kwargs)
+        if method == "reduce" and set(kwargs) <= {"axis", "keepdims", "dtype", "out",
+                                                  "initial", "where"}:
             red = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                    "logical_and": "all", "logical_or": "any"}.get(ufunc.__name__)
-            if red is not None and set(kwargs) <= {"axis", "keepdims", "dtype"}:
-                axis = kwargs.get("axis", 0)
-                return record_reduce(red, inputs[0], axis, kwargs.get("keepdims", False),
-                                     kwargs.get("dtype"), site=site)
+            if red is not None:
+                kw = dict(kwargs)
+                kw.setdefault("axis", 0)
+                if red in ("all", "any"):
+                    if "initial" in kw or kw.get("dtype") is not None:
+                        return fallback(f"{ufunc.__name__}.reduce", getattr(ufunc, method),
+                                        inputs, kwargs, site)
+                    kw.pop("dtype", None)
+                elif red in ("max", "min"):
+                    if kw.get("dtype") is not None:
+                        return fallback(f"{ufunc.__name__}.reduce", getattr(ufunc, method),
+                                        inputs, kwargs, site)
+                    kw.pop("dtype", None)
+                return HANDLED_FUNCTIONS[red](inputs[0], **kw)
         func = getattr(ufunc, method)
+        extra = sorted(set(kwargs) - _UFUNC_KW) if method == "__call__" and name else ()
         return fallback(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__,
-                        func, inputs, kwargs, site)
+                        func, inputs, kwargs, site,
+                        why=f" with {', '.join(k + '=' for k in extra)}" if extra else None)
 
     def __array_function__(self, func, types, args, kwargs):
         impl = HANDLED_FUNCTIONS.get(func.__name__)
         if impl is not None:
-            return impl(*args, **kwargs)
+            bad = _unaccepted(impl, kwargs)
+            if not bad:
+                try:
+                    return impl(*args, **kwargs)
+                except NotLazyError as e:
+                    return fallback(func.__name__, func, args, kwargs, e.site, why=e.detail)
+            # a NumPy keyword streamrt's version does not take: NumPy runs the call
+            return fallback(func.__name__, func, args, kwargs, callsite(),
+                            why=f" with {', '.join(k + '=' for k in bad)}")
         return fallback(func.__name__, func, args, kwargs, callsite())
+
+
+_UFUNC_KW = frozenset({"out", "where", "casting", "order", "dtype", "subok", "signature"})
+HANDLED_UFUNCS = {}     # op name -> namespace function taking the ufunc keywords (math.py)
+_ACCEPTS: dict = {}
+
+
+def _unaccepted(impl, kwargs):
+    """The keywords of ``kwargs`` that ``impl``'s signature has no parameter for."""
+    if not kwargs:
+        return ()
+    names = _ACCEPTS.get(impl)
+    if names is None:
+        import inspect
+        try:
+            ps = inspect.signature(impl).parameters.values()
+            names = None if any(p.kind == p.VAR_KEYWORD for p in ps) else frozenset(
+                p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        except (TypeError, ValueError):
+            names = None
+        _ACCEPTS[impl] = names if names is not None else frozenset({"*"})
+        names = _ACCEPTS[impl]
+    if "*" in names:
+        return ()
+    return sorted(k for k in kwargs if k not in names)
 
 
 def _decref(p):

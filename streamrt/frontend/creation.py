@@ -4,60 +4,110 @@ from __future__ import annotations
 import numpy as np
 
 from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
-from .errors import DTypeError, callsite, record_error
+from .errors import ArgumentError, DTypeError, callsite, record_error
 
 
 def _dt(dtype, default=None):
     return None if dtype is None else dtype
 
 
-def asarray(obj, dtype=None, copy=None, **kw):
-    """A streamrt array from an array-like (copied; later changes to ``obj`` do not leak in)."""
-    if kw.get("chunks") is not None:          # partitioned on a Dask cluster
+def _order_device_like(name, order, device, like, site):
+    """Keywords that change where or how an array is laid out, never its values: streamrt
+    arrays are C-ordered and placed by the runtime, so any order is accepted (the values are
+    NumPy's), a device other than the CPU and ``like=`` are refused."""
+    if order not in (None, "K", "A", "C", "F"):
+        raise record_error(ArgumentError, f"{name}: order must be one of 'C', 'F', 'A', or "
+                           f"'K' (got {order!r})", site)
+    if device not in (None, "cpu"):
+        raise record_error(ArgumentError, f"{name}: unknown device {device!r} (streamrt places "
+                           "arrays itself; use None or 'cpu')", site)
+    if like is not None:
+        raise record_error(ArgumentError, f"{name}: like= is not supported by streamrt", site)
+
+
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None, chunks=None):
+    """A streamrt array from an array-like (copied; later changes to ``a`` do not leak in).
+    ``chunks``: partitioned along axis 0 on a Dask cluster (``ps.distributed``)."""
+    if chunks is not None:
         from ..distributed import asarray as dist_asarray
-        return dist_asarray(obj, kw["chunks"], dtype)
+        return dist_asarray(a, chunks, dtype)
     site = callsite()
-    if isinstance(obj, Array):
-        if dtype is None or np.dtype(dtype) == obj.dtype:
-            return obj if not copy else obj.copy()
-        return obj.astype(dtype)
-    a = np.asarray(obj)
-    if a.dtype.kind in "OUSV":
+    _order_device_like("asarray", order, device, like, site)
+    if isinstance(a, Array):
+        if dtype is None or canonical_dtype(dtype, site) == a.dtype:
+            return a if not copy else a.copy()
+        if copy is False:
+            raise record_error(ValueError, "asarray: a dtype change needs a copy and copy=False "
+                               "was given", site)
+        return a.astype(dtype)
+    if copy is False:
+        raise record_error(ValueError, "asarray: copy=False, but a streamrt array never shares "
+                           "memory with host data (the recorded program must not change when "
+                           "the source does): a copy is needed", site)
+    arr = np.asarray(a)
+    if arr.dtype.kind in "OUSVMm":
+        raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt", site)
+    return Array._wrap(const_port(arr, site, dtype))
+
+
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    site = callsite()
+    _order_device_like("array", order, None, like, site)
+    if isinstance(object, Array):
+        r = object.copy() if dtype is None else object.astype(dtype)
+    else:
+        arr = np.asarray(object)
+        if arr.dtype.kind in "OUSVMm":
+            raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt",
+                               site)
+        r = Array._wrap(const_port(arr, site, dtype))
+    if ndmin > r.ndim:
+        r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
+    return r
+
+
+def _numpy(site, fn, *args, **kw):
+    """A creation function computed by NumPy itself (eagerly: a constant port), its errors
+    (a negative dimension, a zero step, too much memory) raised at the user's line."""
+    try:
+        a = fn(*args, **kw)
+    except (MemoryError, ValueError, TypeError, ArithmeticError) as e:
+        builtin = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+        raise record_error(builtin, f"{fn.__name__}: {e}", site) from None
+    if a.dtype.kind in "OUSVMm":
         raise record_error(DTypeError, f"dtype {a.dtype} is not supported by streamrt", site)
-    return Array._wrap(const_port(a, site, dtype))
-
-
-def array(obj, dtype=None, copy=True, **kw):
-    site = callsite()
-    if isinstance(obj, Array):
-        return obj.copy() if dtype is None else obj.astype(dtype)
-    return Array._wrap(const_port(np.asarray(obj), site, dtype))
-
-
-
-def _fill(shape, value, dtype, site):
-    dt = canonical_dtype(dtype, site) if dtype is not None else None
-    a = np.full(shape, value, dtype=dt)
     return Array._wrap(const_port(a, site))
 
 
-def zeros(shape, dtype=float):
-    return _fill(shape, 0, dtype, callsite())
+def _dtype(dtype, site):
+    return canonical_dtype(dtype, site) if dtype is not None else None
 
 
-def ones(shape, dtype=float):
-    return _fill(shape, 1, dtype, callsite())
-
-
-def empty(shape, dtype=float):
-    return _fill(shape, 0, dtype, callsite())
-
-
-def full(shape, fill_value, dtype=None):
+def zeros(shape, dtype=float, order="C", *, device=None, like=None):
     site = callsite()
-    if dtype is None:
-        dtype = canonical_dtype(np.asarray(fill_value).dtype, site)
-    return _fill(shape, fill_value, dtype, site)
+    _order_device_like("zeros", order, device, like, site)
+    return _numpy(site, np.zeros, shape, dtype=_dtype(dtype, site))
+
+
+def ones(shape, dtype=float, order="C", *, device=None, like=None):
+    site = callsite()
+    _order_device_like("ones", order, device, like, site)
+    return _numpy(site, np.ones, shape, dtype=_dtype(dtype, site))
+
+
+def empty(shape, dtype=float, order="C", *, device=None, like=None):
+    """Zero-filled (NumPy leaves the contents undefined)."""
+    site = callsite()
+    _order_device_like("empty", order, device, like, site)
+    return _numpy(site, np.zeros, shape, dtype=_dtype(dtype, site))
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    site = callsite()
+    _order_device_like("full", order, device, like, site)
+    if isinstance(fill_value, Array):
+        fill_value = fill_value.numpy()
+    return _numpy(site, np.full, shape, fill_value, dtype=_dtype(dtype, site))
 
 
 def _like(a, dtype, shape):
@@ -66,41 +116,65 @@ def _like(a, dtype, shape):
                                                            else np.asarray(a).dtype))
 
 
-def zeros_like(a, dtype=None, shape=None):
-    s, d = _like(a, dtype, shape)
-    return _fill(s, 0, d, callsite())
-
-
-def ones_like(a, dtype=None, shape=None):
-    s, d = _like(a, dtype, shape)
-    return _fill(s, 1, d, callsite())
-
-
-def empty_like(a, dtype=None, shape=None):
-    s, d = _like(a, dtype, shape)
-    return _fill(s, 0, d, callsite())
-
-
-def full_like(a, fill_value, dtype=None, shape=None):
-    s, d = _like(a, dtype, shape)
-    return _fill(s, fill_value, d, callsite())
-
-
-def arange(start, stop=None, step=None, dtype=None):
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     site = callsite()
-    a = np.arange(start, stop, step) if step is not None else (
-        np.arange(start, stop) if stop is not None else np.arange(start))
-    return Array._wrap(const_port(a, site, dtype))
+    _order_device_like("zeros_like", order, device, None, site)
+    s, d = _like(a, dtype, shape)
+    return _numpy(site, np.zeros, s, dtype=_dtype(d, site))
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None):
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     site = callsite()
-    return Array._wrap(const_port(np.linspace(start, stop, num, endpoint=endpoint), site, dtype))
+    _order_device_like("ones_like", order, device, None, site)
+    s, d = _like(a, dtype, shape)
+    return _numpy(site, np.ones, s, dtype=_dtype(d, site))
 
 
-def eye(N, M=None, k=0, dtype=float):
+def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     site = callsite()
-    return Array._wrap(const_port(np.eye(N, M, k, dtype=canonical_dtype(dtype, site)), site))
+    _order_device_like("empty_like", order, device, None, site)
+    s, d = _like(a, dtype, shape)
+    return _numpy(site, np.zeros, s, dtype=_dtype(d, site))
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    site = callsite()
+    _order_device_like("full_like", order, device, None, site)
+    s, d = _like(a, dtype, shape)
+    if isinstance(fill_value, Array):
+        fill_value = fill_value.numpy()
+    return _numpy(site, np.full, s, fill_value, dtype=_dtype(d, site))
+
+
+def arange(start_or_stop, /, stop=None, step=None, *, dtype=None, device=None, like=None):
+    site = callsite()
+    _order_device_like("arange", None, device, like, site)
+    args = [v.numpy().item() if isinstance(v, Array) else v
+            for v in (start_or_stop, stop, step) if v is not None]
+    if step is not None and stop is None:
+        args = [0, start_or_stop, step]
+    return _numpy(site, np.arange, *args, dtype=_dtype(dtype, site))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    site = callsite()
+    _order_device_like("linspace", None, device, None, site)
+    if retstep:
+        try:
+            step = np.linspace(start, stop, num, endpoint, retstep=True)[1]
+        except (ValueError, TypeError, ArithmeticError) as e:
+            raise record_error(type(e), f"linspace: {e}", site) from None
+        return _numpy(site, np.linspace, start, stop, num, endpoint, dtype=_dtype(dtype, site),
+                      axis=axis), step
+    return _numpy(site, np.linspace, start, stop, num, endpoint, dtype=_dtype(dtype, site),
+                  axis=axis)
+
+
+def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    site = callsite()
+    _order_device_like("eye", order, device, like, site)
+    return _numpy(site, np.eye, N, M, k, dtype=_dtype(dtype, site))
 
 
 __all__ = ["asarray", "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

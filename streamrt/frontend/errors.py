@@ -111,6 +111,12 @@ class ArgumentError(StreamrtError, TypeError):
     """A wrong argument (raised at record time)."""
 
 
+class NotLazyError(ArgumentError):
+    """Arguments streamrt's version of a NumPy function does not implement (a ``pad`` mode,
+    say): a direct call raises it; the same call made through NumPy
+    (``__array_function__``) runs on NumPy instead, with a one-time warning."""
+
+
 class StreamrtIndexError(ArgumentError, IndexError):
     """An index out of range or too many indices (NumPy raises IndexError)."""
 
@@ -142,6 +148,15 @@ def record_error(cls, msg, site=None):
     if _handler_stack:
         from ..debug import handlers
         handlers.dispatch(err, site, msg.split(":", 1)[0].split("(", 1)[0].strip())
+    return err
+
+
+def not_lazy(name, detail, what_is, site):
+    """A NotLazyError for ``name`` called with arguments streamrt does not implement
+    (``detail``: " with mode='mean'"); ``what_is`` says what is implemented."""
+    err = record_error(NotLazyError, f"{name}{detail} is not implemented lazily ({what_is})",
+                       site)
+    err.detail = detail
     return err
 
 

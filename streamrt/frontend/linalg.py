@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as D
 from ..ops import reduction_dtypes
 from ..scheduler.workqueue import Port
-from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port,
+from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, finish_out,
                     normalize_axes, operand, record_map, record_reduce, reshape)
 from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 
@@ -65,7 +65,7 @@ def matmul(x1, x2, /, out=None):
     """``x1 @ x2``: NumPy's matmul (stacks of matrices broadcast) as one intrinsic (BLAS on
     the CPU). Two vectors: a fused multiply-and-sum kernel."""
     site = callsite()
-    return _matmul(x1, x2, site)
+    return finish_out("matmul", _matmul(x1, x2, site), out, True, "same_kind", site)
 
 
 def _matmul(x1, x2, site):
@@ -111,8 +111,10 @@ def dot(a, b, out=None):
     """NumPy's dot: scalars multiply, vectors give a fused multiply-and-sum kernel, matrices
     and stacks the matmul or tensordot intrinsic."""
     site = callsite()
-    if out is not None:
-        raise record_error(ArgumentError, "dot: out= is not supported", site)
+    return finish_out("dot", _dot(a, b, site), out, True, "no", site)
+
+
+def _dot(a, b, site):
     pa, pb = _port(a, site), _port(b, site)
     if not pa.shape or not pb.shape:
         # NumPy's dot converts Python scalars to arrays (not weak, as in a ufunc)
@@ -165,7 +167,8 @@ def outer(a, b, out=None):
     pa, pb = _port(a, site), _port(b, site)
     A = reshape(_wrap(pa), (-1, 1), site=site)
     B = reshape(_wrap(pb), (1, -1), site=site)
-    return record_map("multiply", A, B, site=site)
+    return finish_out("outer", record_map("multiply", A, B, site=site), out, True, "same_kind",
+                      site)
 
 
 def _norm_axes(axes, nd, site):
@@ -271,7 +274,8 @@ def _size(sizes, c, n, site):
     sizes[c] = n if old in (None, 1) else old
 
 
-def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
+def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
+           optimize=False):
     """Einstein summation (string subscripts, explicit or implicit output, '...'): one
     intrinsic (NumPy's einsum on the CPU, with its contraction path for 3+ operands)."""
     site = callsite()
@@ -282,7 +286,12 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
     shape = _einsum_shape(subscripts, [p.shape for p in ports], site)
     dt = _result(site, *[p.dtype for p in ports])
     r = _intrinsic("einsum", dt, shape, ports, (subscripts.replace(" ", ""),), site)
-    return astype(r, dtype, site=site) if dtype is not None else r
+    if dtype is not None:
+        if not np.can_cast(dt, dtype, casting):
+            raise record_error(DTypeError, f"einsum: cannot cast from {dt} to "
+                               f"{np.dtype(dtype)} with casting rule {casting!r}", site)
+        r = astype(r, dtype, site=site)
+    return finish_out("einsum", r, out, True, casting, site)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
@@ -319,7 +328,8 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     from .shape import diagonal_region
     off, shape, strides = diagonal_region(p, int(offset), a1, a2)
     diag = _view(p, off, shape, strides, site)
-    return record_reduce("sum", diag, (nd - 2,), False, dtype, site=site)
+    return finish_out("trace", record_reduce("sum", diag, (nd - 2,), False, dtype, site=site),
+                      out, True, "unsafe", site)
 
 
 def matrix_transpose(x, /):
@@ -394,12 +404,16 @@ def _scan(name, a, axis, dtype, site):
 
 def cumsum(a, axis=None, dtype=None, out=None):
     """Inclusive prefix sum along ``axis`` (None: flattened), NumPy's dtype rules."""
-    return _scan("cumsum", a, axis, dtype, callsite())
+    site = callsite()
+    return finish_out("cumsum", _scan("cumsum", a, axis, dtype, site), out, True, "unsafe",
+                      site)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """Inclusive prefix product along ``axis`` (None: flattened)."""
-    return _scan("cumprod", a, axis, dtype, callsite())
+    site = callsite()
+    return finish_out("cumprod", _scan("cumprod", a, axis, dtype, site), out, True, "unsafe",
+                      site)
 
 
 # ---- convolution --------------------------------------------------------------------------

@@ -9,33 +9,74 @@ import numpy as np
 
 from .. import dtypes as D
 from ..ops import OPS, REDUCTIONS
-from .array import (HANDLED_FUNCTIONS, Array, astype as _astype, broadcast_to as _broadcast_to,
+from ..ops import reduction_dtypes
+from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, astype as _astype, broadcast_to as _broadcast_to,
+                    _NoValue, _as_array, _const, _mask, canonical_dtype, finish_out,
                     normalize_axes, operand, record_map, record_reduce, record_unary,
-                    reshape as _reshape, transpose as _transpose)
-from .errors import ArgumentError, callsite, record_error
+                    reduce_kw, reshape as _reshape, transpose as _transpose)
+from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 from . import native as _native
 
 __all__ = []
 
 
+def _ufunc_kw(name, site, casting, order, subok, signature):
+    """The ufunc keywords streamrt accepts at their NumPy defaults (or, for ``order``, any
+    value: it changes memory layout, never values) -- anything else is refused here."""
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise record_error(ArgumentError, f"{name}: casting must be one of 'no', 'equiv', "
+                           f"'safe', 'same_kind', or 'unsafe' (got {casting!r})", site)
+    if order not in ("K", "A", "C", "F", None):
+        raise record_error(ArgumentError, f"{name}: order must be one of 'K', 'A', 'C', 'F' "
+                           f"(got {order!r})", site)
+    if subok is not True or signature is not None:
+        raise record_error(ArgumentError, f"{name}: subok= and signature= are not supported "
+                           "by streamrt", site)
+
+
+def _with_dtype(name, args, dtype, casting, site):
+    """``np.<ufunc>(*args, dtype=dtype)``: NumPy resolves the loop from the requested output
+    dtype and casts the inputs to it (``np.add(a64, b64, dtype=np.float32)`` adds in
+    float32), so the inputs are cast first and the op runs in that loop."""
+    op = OPS[name]
+    dt = canonical_dtype(dtype, site)
+    kinds = []
+    for a in args:
+        if isinstance(a, Array):
+            kinds.append(a.dtype)
+        elif isinstance(a, (bool, int, float, complex)):
+            kinds.append(type(a))
+        else:
+            kinds.append(np.asarray(a).dtype)
+    try:
+        loop = getattr(np, op.ufunc).resolve_dtypes(
+            tuple(kinds) + (None,), signature=(None,) * len(kinds) + (dt,), casting=casting)
+    except (TypeError, AttributeError) as e:
+        raise record_error(DTypeError, f"{name}(..., dtype={dt}): {e}", site) from None
+    cast = [a if isinstance(a, (bool, int, float, complex)) or np.asarray(0, l).dtype == k
+            else _astype(a, l, site=site) for a, k, l in zip(args, kinds, loop)]
+    r = record_map(name, *cast, site=site)
+    return _astype(r, loop[-1], site=site) if r.dtype != loop[-1] else r
+
+
 def _make_map(name):
     op = OPS[name]
     if op.arity == 1:
-        def f(x, /, out=None, *, dtype=None):
+        def f(x, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
+              subok=True, signature=None):
             site = callsite()
-            if out is not None:
-                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays "
-                                   "are immutable; use the return value)", site)
-            r = record_unary(name, x, site)
-            return _astype(r, dtype, site=site) if dtype is not None else r
+            _ufunc_kw(name, site, casting, order, subok, signature)
+            r = record_unary(name, x, site) if dtype is None else \
+                _with_dtype(name, (x,), dtype, casting, site)
+            return finish_out(name, r, out, where, casting, site)
     elif op.arity == 2:
-        def f(x1, x2, /, out=None, *, dtype=None):
+        def f(x1, x2, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
+              subok=True, signature=None):
             site = callsite()
-            if out is not None:
-                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays "
-                                   "are immutable; use the return value)", site)
-            r = record_map(name, x1, x2, site=site)
-            return _astype(r, dtype, site=site) if dtype is not None else r
+            _ufunc_kw(name, site, casting, order, subok, signature)
+            r = record_map(name, x1, x2, site=site) if dtype is None else \
+                _with_dtype(name, (x1, x2), dtype, casting, site)
+            return finish_out(name, r, out, where, casting, site)
     else:
         def f(*args):
             return record_map(name, *args, site=callsite())
@@ -69,20 +110,33 @@ def where(condition, x=None, y=None, /):
 
 
 def _make_reduce(name):
-    if name in ("sum", "prod", "mean"):
-        def f(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    if name in ("sum", "prod"):
+        def f(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
+              where=True):
             site = callsite()
-            if out is not None:
-                raise record_error(ArgumentError, f"{name}: out= is not supported (arrays are "
-                                   "immutable; use the return value)", site)
-            return record_reduce(name, a, axis, keepdims, dtype, site=site)
+            r = reduce_kw(name, a, axis, keepdims, dtype, initial, where, site)
+            return finish_out(name, r, out, True, "unsafe", site, exact=True)
+    elif name == "mean":
+        def f(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+            site = callsite()
+            r = reduce_kw(name, a, axis, keepdims, dtype, _NoValue, where, site)
+            return finish_out(name, r, out, True, "unsafe", site, exact=True)
+    elif name in ("max", "min"):
+        def f(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+            site = callsite()
+            r = reduce_kw(name, a, axis, keepdims, None, initial, where, site)
+            return finish_out(name, r, out, True, "unsafe", site, exact=True)
+    elif name in ("any", "all"):
+        def f(a, axis=None, out=None, keepdims=False, *, where=True):
+            site = callsite()
+            r = reduce_kw(name, a, axis, keepdims, None, _NoValue, where, site)
+            return finish_out(name, r, out, True, "unsafe", site, exact=True)
     else:
-        def f(a, axis=None, out=None, keepdims=False, **kw):
+        def f(a, axis=None, out=None, *, keepdims=False):
             site = callsite()
-            if out is not None:
-                raise record_error(ArgumentError, f"{name}: out= is not supported", site)
-            return record_reduce(name, a, axis, keepdims, site=site)
-    f.__name__ = name
+            r = record_reduce(name, a, axis, keepdims, site=site)
+            return finish_out(name, r, out, True, "unsafe", site, exact=True)
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Lazy ``numpy.{name}`` over any axis or axes, with keepdims."
     return f
 
@@ -93,49 +147,108 @@ for _name in REDUCTIONS:
 amax, amin = max, min  # noqa: F821
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    """Two fused passes: the mean, then the mean of squared deviations."""
+def _ddof(ddof, correction, site, name):
+    if correction is not None:
+        if ddof != 0:
+            raise record_error(ArgumentError, f"{name}: ddof and correction can't be provided "
+                               "simultaneously.", site)
+        return correction
+    return ddof
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
+    """Two fused passes: the mean, then the mean of squared deviations (|d|^2 for complex
+    input, whose variance is real)."""
     site = callsite()
-    x = a if isinstance(a, Array) else Array._wrap(operand(a, site)) if not np.isscalar(a) else a
-    if not isinstance(x, Array):
-        x = Array._wrap(operand(np.asarray(x), site))
-    if not D.is_float(x.dtype):
+    x = _as_array(a, site)
+    ddof = _ddof(ddof, correction, site, "var")
+    if dtype is not None:
+        x = _astype(x, canonical_dtype(dtype, site), site=site)
+    elif not D.is_float(x.dtype) and x.dtype.kind != "c":
         x = _astype(x, D.float64, site=site)
     axes = normalize_axes(axis, x.ndim, site, "var")
-    n = 1
-    for ax in axes:
-        n *= x.shape[ax]
-    m = record_reduce("mean", x, axes, True, site=site)
-    d = record_map("subtract", x, m, site=site)
-    s = record_reduce("sum", record_map("multiply", d, d, site=site), axes, keepdims, site=site)
-    return record_map("divide", s, float(builtins.max(n - ddof, 0)), site=site)
+    if where is not True:
+        m = _mask(where, x, site, "var")
+        mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+        n = record_reduce("sum", mb, axes, True, D.int64, site=site)
+    else:
+        m = None
+        n = 1
+        for ax in axes:
+            n *= x.shape[ax]
+    if mean is not None:
+        mu = _as_array(mean, site)
+    elif m is None:
+        mu = record_reduce("mean", x, axes, True, site=site)
+    else:
+        mu = reduce_kw("mean", x, axes, True, None, _NoValue, m, site)
+    d = record_map("subtract", x, mu, site=site)
+    if d.dtype.kind == "c":
+        re, im = record_map("real", d, site=site), record_map("imag", d, site=site)
+        sq = record_map("add", record_map("multiply", re, re, site=site),
+                        record_map("multiply", im, im, site=site), site=site)
+    else:
+        sq = record_map("multiply", d, d, site=site)
+    if m is not None:
+        sq = record_map("where", m, sq, _const(0, sq.dtype), site=site)
+    s = record_reduce("sum", sq, axes, keepdims, site=site)
+    if m is None:
+        r = record_map("divide", s, float(builtins.max(n - ddof, 0)), site=site)
+    else:
+        nk = n if keepdims else _reshape(n, s.shape, site=site)
+        r = record_map("divide", s, record_map("maximum", record_map(
+            "subtract", nk, ddof, site=site), 0, site=site), site=site)
+        r = _astype(r, s.dtype, site=site) if r.dtype != s.dtype else r
+    return finish_out("var", r, out, True, "unsafe", site, exact=True)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
     site = callsite()
-    return record_map("sqrt", var(a, axis=axis, ddof=ddof, keepdims=keepdims), site=site)
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
+            correction=correction)
+    return finish_out("std", record_map("sqrt", v, site=site), out, True, "unsafe", site, exact=True)
 
 
-def clip(a, a_min=None, a_max=None, out=None, **kw):
+def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoValue,
+         where=True, casting="same_kind", order="K", dtype=None, subok=True, signature=None):
+    """``minimum(maximum(a, a_min), a_max)``, NumPy's definition (NaN stays NaN); ``min=`` and
+    ``max=`` are the NumPy 2.1 / Array API names of the bounds."""
     site = callsite()
-    if a_min is None and a_max is None:
-        raise record_error(ArgumentError, "clip: one of a_min or a_max must be given", site)
-    r = a
-    if a_min is not None:
-        r = record_map("maximum", r, a_min, site=site)
-    if a_max is not None:
-        r = record_map("minimum", r, a_max, site=site)
-    return r
+    _ufunc_kw("clip", site, casting, order, subok, signature)
+    for old, new, nm in ((a_min, min, "min"), (a_max, max, "max")):
+        if old is not _NoValue and new is not _NoValue:
+            raise record_error(ArgumentError, f"clip: passed a_{nm} and {nm}, use one", site)
+    lo = a_min if a_min is not _NoValue else (min if min is not _NoValue else None)
+    hi = a_max if a_max is not _NoValue else (max if max is not _NoValue else None)
+    r = _as_array(a, site)
+    if dtype is not None:
+        r = _astype(r, canonical_dtype(dtype, site), site=site)
+    if lo is None and hi is None:
+        r = _astype(r, r.dtype, site=site)
+    if lo is not None:
+        r = record_map("maximum", r, lo, site=site)
+    if hi is not None:
+        r = record_map("minimum", r, hi, site=site)
+    return finish_out("clip", r, out, where, casting, site)
 
 
 # dot, vdot, matmul (and inner, outer, tensordot, einsum, sort, cumsum, ...): frontend/linalg.py
 from .linalg import dot, matmul, vdot  # noqa: E402,F401
 
 
-def reshape(a, shape=None, order="C", **kw):
+def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    site = callsite()
     if shape is None:
-        shape = kw.get("newshape")
-    return _reshape(a, shape, site=callsite(), order=order)
+        shape = newshape
+    elif newshape is not None:
+        raise record_error(ArgumentError, "reshape: you cannot specify 'newshape' and 'shape' "
+                           "simultaneously.", site)
+    if shape is None:
+        raise record_error(ArgumentError, "reshape: a shape is required", site)
+    r = _reshape(a, shape, site=site, order=order)
+    return _astype(r, r.dtype, site=site) if copy else r
 
 
 def transpose(a, axes=None):
@@ -160,8 +273,12 @@ def copy(a, order="K"):
     return _astype(Array._wrap(p), p.dtype, site=site)
 
 
-def astype(x, dtype, /, copy=True):
-    return _astype(x, dtype, site=callsite())
+def astype(x, dtype, /, *, copy=True, device=None):
+    site = callsite()
+    if device not in (None, "cpu"):
+        raise record_error(ArgumentError, f"astype: unknown device {device!r} (streamrt places "
+                           "arrays itself; use None or 'cpu')", site)
+    return _astype(x, dtype, site=site)
 
 
 def square_(x):
@@ -176,8 +293,10 @@ def shape(a):
     return a.shape if isinstance(a, Array) else np.shape(a)
 
 
-def size(a):
-    return a.size if isinstance(a, Array) else np.size(a)
+def size(a, axis=None):
+    if axis is None:
+        return a.size if isinstance(a, Array) else np.size(a)
+    return a.shape[axis] if isinstance(a, Array) else np.size(a, axis)
 
 
 __all__ += ["where", "var", "std", "clip", "dot", "vdot", "matmul", "reshape", "transpose",
@@ -189,4 +308,7 @@ for _name in __all__:
     if hasattr(np, _name):
         HANDLED_FUNCTIONS[_name] = _g[_name]
 HANDLED_FUNCTIONS["max"] = _g["max"]
+for _name, _op in OPS.items():
+    if _op.ufunc is not None and _name in _g:
+        HANDLED_UFUNCS[_name] = _g[_name]
 HANDLED_FUNCTIONS["min"] = _g["min"]

@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
-                    const_port, normalize_axes, operand, record_map, reshape, transpose)
-from .errors import (ArgumentError, ShapeError, callsite, record_error)
+                    const_port, finish_out, normalize_axes, operand, record_map, reshape, transpose)
+from .errors import (ArgumentError, ShapeError, callsite, not_lazy, record_error)
 from ..scheduler.workqueue import scratch_port
 from . import pieces as _pieces
 from .indexing import gather, scatter, write_region
@@ -216,7 +216,11 @@ def _result_dtype(arrs, dtype, site):
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     site = callsite()
     if out is not None:
-        raise record_error(ArgumentError, "concatenate: out= is not supported", site)
+        if dtype is not None:
+            raise record_error(ArgumentError, "concatenate() only takes `out` or `dtype` as an "
+                               "argument, but both were provided.", site)
+        r = concatenate(arrays, axis, None, None, casting)
+        return finish_out("concatenate", r, out, True, casting, site)
     arrs = [_arr(x, site) for x in arrays]
     if not arrs:
         raise record_error(ArgumentError, "need at least one array to concatenate", site)
@@ -258,7 +262,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 
 @_export
-def stack(arrays, axis=0, out=None, dtype=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     site = callsite()
     arrs = [_arr(x, site) for x in arrays]
     if not arrs:
@@ -268,8 +272,8 @@ def stack(arrays, axis=0, out=None, dtype=None):
     ax = _axis(axis, arrs[0].ndim + 1, site, "stack")
     shape = list(arrs[0].shape)
     shape.insert(ax, 1)
-    return concatenate([reshape(a, tuple(shape), site=site) for a in arrs], axis=ax,
-                       dtype=dtype)
+    return concatenate([reshape(a, tuple(shape), site=site) for a in arrs], axis=ax, out=out,
+                       dtype=dtype, casting=casting)
 
 
 @_export
@@ -339,9 +343,14 @@ def roll(a, shift, axis=None):
 
 
 @_export
-def pad(array, pad_width, mode="constant", constant_values=0, **kw):
-    """constant: a fill kernel and one region write; edge and wrap: a gather per axis."""
+def pad(array, pad_width, mode="constant", *, constant_values=0, reflect_type="even",
+        end_values=None, stat_length=None):
+    """constant (and empty): a fill kernel and one region write; edge, wrap, reflect and
+    symmetric (reflect_type 'even'): a gather per axis, the indices from NumPy's own pad of
+    an index vector. The statistic and ramp modes are not lazy (NotLazyError)."""
     site = callsite()
+    if mode == "empty":
+        mode = "constant"           # (NumPy leaves the border uninitialised)
     x = _arr(array, site)
     pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)) \
         if x.ndim else np.zeros((0, 2), np.int64)
@@ -368,7 +377,7 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kw):
         out = _filled(shape, x.dtype, cv.flat[0] if cv is not None else 0, site)
         _write(out, tuple(slice(int(b), int(b) + n) for n, (b, _) in zip(x.shape, pw)), x, site)
         return out
-    if mode in ("edge", "wrap"):
+    if mode in ("edge", "wrap", "reflect", "symmetric") and reflect_type == "even":
         r = x
         for d in range(x.ndim):
             b, e = int(pw[d, 0]), int(pw[d, 1])
@@ -378,12 +387,13 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kw):
             if n == 0:
                 raise record_error(ValueError, f"can't extend empty axis {d} using modes other "
                                    "than 'constant' or 'empty'", site)
-            idx = np.arange(-b, n + e)
-            idx = np.clip(idx, 0, n - 1) if mode == "edge" else idx % n
+            idx = np.pad(np.arange(n), (b, e), mode=mode)
             r = gather(r, (slice(None),) * d + (idx,), site)
         return r
-    raise record_error(ArgumentError, f"pad: mode {mode!r} is not supported (constant, edge, "
-                       "wrap)", site)
+    detail = f" with mode={mode!r}" + (f", reflect_type={reflect_type!r}"
+                                       if reflect_type != "even" else "")
+    raise not_lazy("pad", detail, "constant, empty, edge, wrap, reflect and symmetric (with "
+                   "reflect_type='even') are", site)
 
 
 @_export
@@ -495,15 +505,19 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 def take(a, indices, axis=None, out=None, mode="raise"):
     site = callsite()
     x = _arr(a, site)
-    if mode != "raise":
-        raise record_error(ArgumentError, "take: only mode='raise' is supported", site)
+    if mode not in ("raise", "wrap", "clip"):
+        raise record_error(ArgumentError, f"take: clipmode not understood: {mode!r} (raise, "
+                           "wrap or clip)", site)
     idx = indices.numpy() if isinstance(indices, Array) else np.asarray(indices)
     if axis is None:
         x = reshape(x, (-1,), site=site)
         axis = 0
     d = _axis(axis, x.ndim, site, "take")
-    r = gather(x, (slice(None),) * d + (np.asarray(idx),), site)
-    return r
+    idx = np.asarray(idx)
+    if mode != "raise" and x.shape[d]:
+        idx = idx % x.shape[d] if mode == "wrap" else np.clip(idx, 0, x.shape[d] - 1)
+    r = gather(x, (slice(None),) * d + (idx,), site)
+    return finish_out("take", r, out, True, "same_kind", site)
 
 
 @_export
@@ -584,11 +598,11 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 @_export
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           **kw):
+           *, equal_nan=True, sorted=True):
     """Evaluates ``ar`` (the result's length depends on its values); NumPy's unique."""
     site = callsite()
     r = np.unique(_host(ar, site), return_index=return_index, return_inverse=return_inverse,
-                  return_counts=return_counts, axis=axis, **kw)
+                  return_counts=return_counts, axis=axis, equal_nan=equal_nan, sorted=sorted)
     wrap = lambda v: Array._wrap(const_port(v if v.dtype.kind not in "iu" or v.dtype == ar_dt(v)
                                             else v.astype(np.int64), site))
     return tuple(wrap(v) for v in r) if isinstance(r, tuple) else wrap(r)
