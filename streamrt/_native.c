@@ -18,6 +18,8 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #if PY_VERSION_HEX < 0x030B0000
 static int PyFrame_GetLasti(PyFrameObject *f) {
@@ -30,12 +32,19 @@ static int configured = 0;
 static int enabled = 0;      /* configured and switched on (enable()) */
 static long long n_native;   /* ops recorded here (ps.runtime_stats()["ops_recorded_native"]) */
 static PyTypeObject *ArrayType, *PortType, *SiteType, *QueueType;
-static Py_ssize_t A_port;
+static Py_ssize_t A_port, A_value, A_base;
 static Py_ssize_t P_id, P_kind, P_op, P_dtype, P_shape, P_inputs, P_params, P_site, P_queue,
-    P_value, P_state, P_error, P_nrefs, P_scalar, P_loop_dtype, P_ref, P_holders;
+    P_value, P_state, P_error, P_nrefs, P_scalar, P_loop_dtype, P_ref, P_holders, P_captured,
+    P_eager_views, P_counted;
 static Py_ssize_t S_code, S_lasti, S_lineno;
 static Py_ssize_t Q_entries, Q_lock, Q_pending, Q_keyparts, Q_kports, Q_num, Q_recorded,
-    Q_max_elements, Q_shape, Q_limit, Q_epoch, Q_follow, Q_fpos;
+    Q_max_elements, Q_shape, Q_limit, Q_epoch, Q_follow, Q_fpos, Q_recording, Q_eager_limit;
+static PyObject *refs;           /* the NumPy tier: op name -> NumPy reference (ops.OPS.ref) */
+static PyObject *capture_more;   /* tiers.capture: a computed base read by a second queue */
+static PyObject *ufunc_ops;      /* NumPy ufunc -> op name (ops.UFUNC_TO_OP by object) */
+static PyObject *supported;      /* dtypes.SUPPORTED_SET */
+static PyObject *materialize;    /* array._materialize: the port of a NumPy-tier Array */
+static long long n_eager;        /* ops the C path ran on the NumPy tier */
 static PyObject *ids;            /* itertools.count: port ids, shared with Port.__init__ */
 static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/NumPy) / False */
 static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
@@ -49,7 +58,7 @@ static PyObject *enqueue_plain;  /* array._enqueue_plain: the Python enqueue */
 static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
 static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
-    *s_on_record, *s_queue_threshold, *s_queue_key;
+    *s_on_record, *s_queue_threshold, *s_queue_key, *s_eager_elements;
 static PyObject *st_new, *st_done, *st_submitted, *st_dead, *zero, *empty;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
@@ -163,6 +172,9 @@ static PyObject *new_port(PyObject *kind, PyObject *op, PyObject *dtype, PyObjec
     set_slot(p, P_ref, Py_None);
     set_slot(p, P_nrefs, zero);
     set_slot(p, P_holders, Py_None);
+    set_slot(p, P_captured, Py_None);
+    set_slot(p, P_eager_views, zero);
+    set_slot(p, P_counted, Py_False);
     set_slot(p, P_state, state);
     return p;
 }
@@ -181,6 +193,18 @@ static int add_nrefs(PyObject *port, long d) {
     return 0;
 }
 
+static int add_int_slot(PyObject *o, Py_ssize_t off, long d) {
+    long v = PyLong_AsLong(SLOT(o, off));
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *m = PyLong_FromLong(v + d);
+    if (m == NULL)
+        return -1;
+    set_slot(o, off, m);
+    Py_DECREF(m);
+    return 0;
+}
+
 /* array._wrap: a new Array referring to ``port`` (steals nothing). */
 static PyObject *wrap(PyObject *port) {
     PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
@@ -191,7 +215,27 @@ static PyObject *wrap(PyObject *port) {
         return NULL;
     }
     set_slot(a, A_port, port);
+    set_slot(a, A_value, Py_None);
+    set_slot(a, A_base, Py_None);
     return a;
+}
+
+/* slot ``off`` of ``o``, None for an unset slot (borrowed) */
+static inline PyObject *slot_or_none(PyObject *o, Py_ssize_t off) {
+    PyObject *v = SLOT(o, off);
+    return v != NULL ? v : Py_None;
+}
+
+/* The port of an Array (borrowed): a NumPy-tier Array gets one now (array._materialize). */
+static PyObject *port_of(PyObject *a) {
+    PyObject *p = SLOT(a, A_port);
+    if (p != NULL && p != Py_None)
+        return p;
+    PyObject *r = PyObject_CallOneArg(materialize, a);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);                       /* (held by the Array) */
+    return SLOT(a, A_port);
 }
 
 /* ---- the work queue's lock ---------------------------------------------------------------- */
@@ -589,6 +633,56 @@ static PyObject *thread_queue(void) {
     return q;
 }
 
+/* The queue's copies of its thread's settings (queue threshold, NumPy-tier limit), read
+ * again after any setting changed (settings may differ per thread: config.override). */
+static int refresh(PyObject *q) {
+    long qe = PyLong_AsLong(SLOT(q, Q_epoch));
+    if (qe == -1 && PyErr_Occurred())
+        return -1;
+    if (qe == epoch)
+        return 0;
+    PyObject *th = PyObject_GetAttr(settings, s_queue_threshold);
+    PyObject *el = th == NULL ? NULL : PyObject_GetAttr(settings, s_eager_elements);
+    PyObject *ep = PyLong_FromLong(epoch);
+    if (th == NULL || el == NULL || ep == NULL) {
+        Py_XDECREF(th);
+        Py_XDECREF(el);
+        Py_XDECREF(ep);
+        return -1;
+    }
+    set_slot(q, Q_limit, th);
+    set_slot(q, Q_eager_limit, el);
+    set_slot(q, Q_epoch, ep);
+    Py_DECREF(th);
+    Py_DECREF(el);
+    Py_DECREF(ep);
+    return 0;
+}
+
+/* tiers.capture: the computed bases ``port`` reads are marked captured by queue ``q`` (an
+ * in-place write waits for q's work first); a second queue goes through Python. */
+static int capture(PyObject *port, PyObject *q) {
+    PyObject *inputs = SLOT(port, P_inputs);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(inputs); k++) {
+        PyObject *b = PyTuple_GET_ITEM(inputs, k);
+        if (streq(SLOT(b, P_kind), s_view))
+            b = PyTuple_GET_ITEM(SLOT(b, P_inputs), 0);
+        if (SLOT(b, P_state) != st_done || streq(SLOT(b, P_kind), s_scalar))
+            continue;
+        PyObject *c = SLOT(b, P_captured);
+        if (c == Py_None)
+            set_slot(b, P_captured, q);
+        else if (c != q) {
+            PyObject *r = PyObject_CallFunctionObjArgs(capture_more, port, q, NULL);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static PyObject *enqueue(PyObject *port) {
     PyObject *q = thread_queue();
     if (q == NULL)
@@ -605,28 +699,15 @@ static PyObject *enqueue(PyObject *port) {
     }
     if (SLOT(q, Q_keyparts) == Py_None)
         goto python;
-    /* the queue threshold (a per-thread setting), read again after any setting changed */
-    long qe = PyLong_AsLong(SLOT(q, Q_epoch));
-    if (qe == -1 && PyErr_Occurred())
+    if (refresh(q) < 0)
         goto fail;
-    if (qe != epoch) {
-        PyObject *th = PyObject_GetAttr(settings, s_queue_threshold);
-        PyObject *ep = PyLong_FromLong(epoch);
-        if (th == NULL || ep == NULL) {
-            Py_XDECREF(th);
-            Py_XDECREF(ep);
-            goto fail;
-        }
-        set_slot(q, Q_limit, th);
-        set_slot(q, Q_epoch, ep);
-        Py_DECREF(th);
-        Py_DECREF(ep);
-    }
     long pend = PyLong_AsLong(SLOT(q, Q_pending)), lim = PyLong_AsLong(SLOT(q, Q_limit));
     if ((pend == -1 || lim == -1) && PyErr_Occurred())
         goto fail;
     if (pend >= lim)
         goto python;
+    if (capture(port, q) < 0)
+        goto fail;
     set_slot(port, P_queue, q);
     if (compute(q, port) < 0)
         goto fail;
@@ -646,6 +727,161 @@ static inline int plain_now(void) {
         return 0;
     PyObject *h = PyDict_GetItemWithError(wq_dict, s_on_record);
     return h == NULL || h == Py_None;
+}
+
+/* ---- the NumPy tier (scheduler/tiers.py) ------------------------------------------------ */
+/* The host ndarray of a computed port -- a constant or computed result, or a view the NumPy
+ * tier made (its ndarray cached) -- borrowed; NULL otherwise (no error). */
+static inline PyObject *concrete(PyObject *p) {
+    if (SLOT(p, P_state) != st_done)
+        return NULL;
+    PyObject *v = SLOT(p, P_value);
+    return v != NULL && PyArray_CheckExact(v) ? v : NULL;
+}
+
+/* This thread's NumPy-tier limit (elements), 0 when off or while a macro is recorded; -1 on
+ * error. */
+static Py_ssize_t eager_limit(void) {
+    PyObject *q = thread_queue();
+    if (q == NULL)
+        return -1;
+    Py_ssize_t lim = 0;
+    if (Py_TYPE(q) == QueueType && SLOT(q, Q_recording) == Py_None) {
+        if (refresh(q) < 0) {
+            Py_DECREF(q);
+            return -1;
+        }
+        lim = PyLong_AsSsize_t(SLOT(q, Q_eager_limit));
+        if (lim == -1 && PyErr_Occurred()) {
+            Py_DECREF(q);
+            return -1;
+        }
+    }
+    Py_DECREF(q);
+    return lim;
+}
+
+/* A NumPy-tier Array over host ndarray ``v`` (new ref; steals nothing): a buffer of its
+ * own, or (``base`` not NULL) a view of base port ``base``'s buffer, counted on it. */
+static PyObject *eager_array(PyObject *v, PyObject *base) {
+    PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
+    if (a == NULL)
+        return NULL;
+    set_slot(a, A_port, Py_None);
+    set_slot(a, A_value, v);
+    set_slot(a, A_base, base != NULL ? base : Py_None);
+    if (base != NULL && (add_nrefs(base, 1) < 0 || add_int_slot(base, P_eager_views, 1) < 0)) {
+        set_slot(a, A_base, Py_None);
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* A NumPy-tier result (steals ``r``, a NumPy call's answer): an Array over it, made a
+ * C-ordered buffer of its own. NULL without an error when its dtype is not one streamrt
+ * has (the Python path then computes what streamrt promises). */
+static PyObject *eager_result(PyObject *r) {
+    if (!PyArray_CheckExact(r)) {
+        if (!PyArray_IsScalar(r, Generic)) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        PyObject *a = PyArray_FromScalar(r, NULL);
+        Py_DECREF(r);
+        if (a == NULL)
+            return NULL;
+        r = a;
+    }
+    PyArrayObject *ra = (PyArrayObject *)r;
+    int ok = PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra));
+    if (ok <= 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    if (PyArray_BASE(ra) != NULL || !PyArray_IS_C_CONTIGUOUS(ra)) {
+        /* a view of an input (np.real) or another layout (a transposed operand) */
+        PyObject *c = PyArray_NewCopy(ra, NPY_CORDER);
+        Py_DECREF(r);
+        if (c == NULL)
+            return NULL;
+        r = c;
+    }
+    PyObject *a = eager_array(r, NULL);
+    Py_DECREF(r);
+    if (a != NULL)
+        n_eager++;
+    return a;
+}
+
+/* The computed host ndarray of an Array (borrowed) or NULL: its NumPy-tier value, or the
+ * value of its computed port. */
+static inline PyObject *host_of(PyObject *a) {
+    PyObject *v = SLOT(a, A_value);
+    if (v != NULL && v != Py_None)
+        return v;
+    PyObject *p = SLOT(a, A_port);
+    return p != NULL && p != Py_None ? concrete(p) : NULL;
+}
+
+/* The base port whose buffer a computed Array's host ndarray is (part of), borrowed: NULL
+ * for a NumPy-tier buffer of its own (no recorded work can read it: it has no port). */
+static inline PyObject *host_base(PyObject *a) {
+    PyObject *p = SLOT(a, A_port);
+    if (p != NULL && p != Py_None)
+        return streq(SLOT(p, P_kind), s_view) ? PyTuple_GET_ITEM(SLOT(p, P_inputs), 0) : p;
+    PyObject *b = SLOT(a, A_base);
+    return b != NULL && b != Py_None ? b : NULL;
+}
+
+/* a value a NumPy-tier op takes as it is: a computed Array's ndarray, a small NumPy array,
+ * a Python or NumPy scalar (borrowed); NULL -> not the NumPy tier */
+static PyObject *eager_operand(PyObject *v, Py_ssize_t lim) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == ArrayType) {
+        PyObject *vv = host_of(v);
+        return vv != NULL && PyArray_SIZE((PyArrayObject *)vv) < lim ? vv : NULL;
+    }
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type || t == &PyComplex_Type ||
+        PyArray_IsScalar(v, Generic))
+        return v;
+    if (t == &PyArray_Type && PyArray_SIZE((PyArrayObject *)v) < lim)
+        return v;
+    return NULL;
+}
+
+/* An error NumPy raised on the NumPy tier: an invalid call (a dtype without a loop, an index
+ * out of range, a value that does not fit) is cleared and left to the Python path, which
+ * raises streamrt's error naming the user's line, as the recorded tier does. -1 when the
+ * error is to propagate. */
+static int numpy_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_IndexError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* ``f(*vals)`` on the NumPy tier: vals are Arrays, NumPy arrays or scalars; NULL without an
+ * error when one is not computed or too large, or the result's dtype is not streamrt's. */
+static PyObject *eager_call(PyObject *name, PyObject *const *vals, Py_ssize_t n) {
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    PyObject *hv[3];
+    for (Py_ssize_t k = 0; k < n; k++)
+        if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
+            return NULL;
+    PyObject *f = PyDict_GetItemWithError(refs, name);
+    if (f == NULL)
+        return NULL;
+    PyObject *r = PyObject_Vectorcall(f, hv, n, NULL);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    return eager_result(r);
 }
 
 /* ---- binary operators ------------------------------------------------------------------- */
@@ -730,13 +966,17 @@ static PyGetSetDef dict_getset[] = {
 
 /* the fast path of array._binop: NULL with no error -> the general path */
 static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject *site) {
-    PyObject *p = SLOT(self, A_port);
+    PyObject *p = port_of(self);
+    if (p == NULL)
+        return NULL;
     PyTypeObject *t = Py_TYPE(other);
     PyObject *shape = SLOT(p, P_shape);
     PyObject *q = NULL, *key, *kb;
     int is_int = 0;
     if (t == ArrayType) {
-        q = SLOT(other, A_port);
+        q = port_of(other);
+        if (q == NULL)
+            return NULL;
         PyObject *qs = SLOT(q, P_shape);
         if (qs != shape) {
             int eq = PyObject_RichCompareBool(qs, shape, Py_EQ);
@@ -772,23 +1012,23 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
     }
     PyObject *out_dt = PyTuple_GET_ITEM(dts, 0), *loop_dt = PyTuple_GET_ITEM(dts, 1);
     PyObject *sp = NULL;
-    if (q == NULL) {
-        if (is_int) {
-            PyObject *lim = PyDict_GetItemWithError(iinfo, loop_dt);
-            if (lim != NULL) {
-                int lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(lim, 0), other, Py_LE);
-                int hi = PyObject_RichCompareBool(other, PyTuple_GET_ITEM(lim, 1), Py_LE);
-                if (lo < 0 || hi < 0 || !lo || !hi)
-                    return NULL;     /* the general path raises the overflow error */
-            } else if (PyErr_Occurred()) {
-                return NULL;
-            }
-            if (streq(b->name, s_power)) {
-                int neg = PyObject_RichCompareBool(other, zero, Py_LT);
-                if (neg != 0)
-                    return NULL;     /* (the general path decides) */
-            }
+    if (q == NULL && is_int) {
+        PyObject *lim = PyDict_GetItemWithError(iinfo, loop_dt);
+        if (lim != NULL) {
+            int lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(lim, 0), other, Py_LE);
+            int hi = PyObject_RichCompareBool(other, PyTuple_GET_ITEM(lim, 1), Py_LE);
+            if (lo < 0 || hi < 0 || !lo || !hi)
+                return NULL;     /* the general path raises the overflow error */
+        } else if (PyErr_Occurred()) {
+            return NULL;
         }
+        if (streq(b->name, s_power)) {
+            int neg = PyObject_RichCompareBool(other, zero, Py_LT);
+            if (neg != 0)
+                return NULL;     /* (the general path decides) */
+        }
+    }
+    if (q == NULL) {
         sp = new_port(s_scalar, s_scalar, loop_dt, empty, empty, is_int ? weak_i : weak_f,
                       site, other, Py_None, st_done);
         if (sp == NULL)
@@ -811,16 +1051,31 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
     return r;
 }
 
+/* a (op) b on the NumPy tier, in the operator's order */
+static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
+    if (host_of(self) == NULL)
+        return NULL;
+    PyObject *vals[2] = {self, other};
+    if (b->reflected == Py_True) {
+        vals[0] = other;
+        vals[1] = self;
+    }
+    return eager_call(b->name, vals, 2);
+}
+
 static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
     if (!enabled || Py_TYPE(self) != ArrayType || !plain_now())
         return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
+    PyObject *r = binop_eager(b, self, other);
+    if (r != NULL || PyErr_Occurred())
+        return r;
     PyObject *site = user_site();
     if (site == NULL) {
         if (PyErr_Occurred())
             return NULL;
         return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
     }
-    PyObject *r = binop_fast(b, self, other, site);
+    r = binop_fast(b, self, other, site);
     if (r == NULL && !PyErr_Occurred())
         r = PyObject_CallFunctionObjArgs(b->slow, self, other, site, NULL);
     Py_DECREF(site);
@@ -836,8 +1091,11 @@ static PyObject *binop_at(BinOp *b, PyObject *const *args, Py_ssize_t n) {
     }
     PyObject *r = NULL;
     if (enabled && Py_TYPE(args[0]) == ArrayType && Py_TYPE(args[2]) == SiteType &&
-        plain_now())
-        r = binop_fast(b, args[0], args[1], args[2]);
+        plain_now()) {
+        r = binop_eager(b, args[0], args[1]);
+        if (r == NULL && !PyErr_Occurred())
+            r = binop_fast(b, args[0], args[1], args[2]);
+    }
     if (r == NULL && !PyErr_Occurred())
         r = PyObject_CallFunctionObjArgs(b->slow, args[0], args[1], args[2], NULL);
     return r;
@@ -910,7 +1168,14 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
     if (n != 1 || kwnames != NULL || !enabled || Py_TYPE(args[0]) != ArrayType ||
         !plain_now())
         return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
-    PyObject *p = SLOT(args[0], A_port);
+    if (host_of(args[0]) != NULL) {     /* the NumPy tier */
+        PyObject *r = eager_call(m->name, args, 1);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
+    PyObject *p = port_of(args[0]);
+    if (p == NULL)
+        return NULL;
     if (streq(SLOT(p, P_kind), s_const) && PyTuple_GET_SIZE(SLOT(p, P_shape)) == 0)
         return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
     PyObject *pdt = SLOT(p, P_dtype);
@@ -998,6 +1263,215 @@ static PyTypeObject MapFuncType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+/* ---- indexing and in-place operators on the NumPy tier ------------------------------------ */
+/* Array.__getitem__, __setitem__ and the in-place operators (__iadd__, ...) of a computed
+ * array: NumPy's own indexing and in-place ufuncs on its buffer. Anything else -- a lazy
+ * array, an advanced index, a base that recorded work still reads -- calls the Python
+ * method, the definition. */
+enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC };
+
+typedef struct {
+    PyObject_HEAD
+    int kind;
+    PyObject *name;          /* F_INPLACE: the op (OPS key) */
+    PyObject *func;          /* the Python method */
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+} Fast;
+
+/* An index NumPy treats as basic (ints, slices, ..., None, or a tuple of them): a view or
+ * an element, never a copy. */
+static int basic_item(PyObject *k) {
+    return PyLong_CheckExact(k) || PySlice_Check(k) || k == Py_Ellipsis || k == Py_None ||
+           PyArray_IsScalar(k, Integer);
+}
+
+static int basic_key(PyObject *key) {
+    if (basic_item(key))
+        return 1;
+    if (!PyTuple_CheckExact(key))
+        return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); k++)
+        if (!basic_item(PyTuple_GET_ITEM(key, k)))
+            return 0;
+    return 1;
+}
+
+
+/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
+ * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
+ * error -> the Python path */
+static PyObject *getitem_fast(PyObject *self, PyObject *key) {
+    PyObject *pv = host_of(self);
+    if (pv == NULL || !basic_key(key))
+        return NULL;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    PyObject *base = host_base(self);
+    if (base == NULL) {                 /* a buffer of its own: the base of its views */
+        if (port_of(self) == NULL)
+            return NULL;
+        base = host_base(self);
+    }
+    PyObject *r = PyObject_GetItem(pv, key);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    if (!PyArray_CheckExact(r))
+        return r;
+    PyObject *a = eager_array(r, base);
+    Py_DECREF(r);
+    return a;
+}
+
+/* 1 done, 0 -> the Python path, -1 error */
+/* Whether ``self``'s buffer may be written in place now: computed, and no recorded work
+ * still reads it (tiers.settle otherwise, in Python) */
+static inline PyObject *writable_host(PyObject *self) {
+    PyObject *pv = host_of(self);
+    if (pv == NULL)
+        return NULL;
+    PyObject *b = host_base(self);
+    return b == NULL || slot_or_none(b, P_captured) == Py_None ? pv : NULL;
+}
+
+static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
+    PyObject *pv = writable_host(self);
+    if (pv == NULL || !basic_key(key))
+        return 0;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return (int)lim;
+    PyObject *vv = eager_operand(value, lim);
+    if (vv == NULL)
+        return 0;
+    if (PyObject_SetItem(pv, key, vv) < 0)
+        return numpy_error();
+    n_eager++;
+    return 1;
+}
+
+/* a op= b: NumPy's in-place ufunc into a's buffer; NULL without an error -> Python */
+static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
+    PyObject *pv = writable_host(self);
+    if (pv == NULL)
+        return NULL;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0 || PyArray_SIZE((PyArrayObject *)pv) >= lim)
+        return NULL;
+    PyObject *ov = eager_operand(other, lim);
+    if (ov == NULL)
+        return NULL;
+    PyObject *uf = PyDict_GetItemWithError(refs, f->name);
+    if (uf == NULL)
+        return NULL;
+    PyObject *args[3] = {pv, ov, pv};
+    PyObject *r = PyObject_Vectorcall(uf, args, 3, NULL);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    Py_DECREF(r);
+    n_eager++;
+    return Py_NewRef(self);
+}
+
+/* Array.__array_ufunc__(ufunc, "__call__", *inputs) with no keywords, inputs computed and
+ * small (Arrays, NumPy arrays, Python or NumPy scalars): NumPy's ufunc now, when its result
+ * dtype is one streamrt has. NULL without an error -> the Python method. */
+static PyObject *ufunc_fast(PyObject *const *args, Py_ssize_t n) {
+    if (n < 4 || n > 6 || !PyUnicode_Check(args[2]) ||
+        PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
+        return NULL;
+    PyObject *name = PyDict_GetItemWithError(ufunc_ops, args[1]);
+    return name == NULL ? NULL : eager_call(name, args + 3, n - 3);
+}
+
+static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Fast *f = (Fast *)o;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && enabled && n >= 1 && Py_TYPE(args[0]) == ArrayType && plain_now()) {
+        if (f->kind == F_GETITEM && n == 2) {
+            PyObject *r = getitem_fast(args[0], args[1]);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        } else if (f->kind == F_SETITEM && n == 3) {
+            int r = setitem_fast(args[0], args[1], args[2]);
+            if (r < 0)
+                return NULL;
+            if (r > 0)
+                Py_RETURN_NONE;
+        } else if (f->kind == F_INPLACE && n == 2) {
+            PyObject *r = inplace_fast(f, args[0], args[1]);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        } else if (f->kind == F_UFUNC) {
+            PyObject *r = ufunc_fast(args, n);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        }
+    }
+    return PyObject_Vectorcall(f->func, args, nargsf, kwnames);
+}
+
+static PyObject *fast_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    int kind;
+    PyObject *name, *func;
+    if (!PyArg_ParseTuple(args, "iOO:Fast", &kind, &name, &func))
+        return NULL;
+    Fast *f = (Fast *)tp->tp_alloc(tp, 0);
+    if (f == NULL)
+        return NULL;
+    f->kind = kind;
+    f->name = Py_NewRef(name);
+    f->func = Py_NewRef(func);
+    f->vectorcall = fast_vectorcall;
+    return (PyObject *)f;
+}
+
+static int fast_traverse(Fast *f, visitproc visit, void *arg) {
+    Py_VISIT(f->func);
+    Py_VISIT(f->dict);
+    return 0;
+}
+
+static int fast_clear(Fast *f) {
+    Py_CLEAR(f->name);
+    Py_CLEAR(f->func);
+    Py_CLEAR(f->dict);
+    return 0;
+}
+
+static void fast_dealloc(Fast *f) {
+    PyObject_GC_UnTrack(f);
+    fast_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyTypeObject FastType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt._native.Fast",
+    .tp_basicsize = sizeof(Fast),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "Array indexing or an in-place operator on the NumPy tier in C (the Python "
+              "method is __wrapped__).",
+    .tp_new = fast_new,
+    .tp_traverse = (traverseproc)fast_traverse,
+    .tp_clear = (inquiry)fast_clear,
+    .tp_dealloc = (destructor)fast_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Fast, vectorcall),
+    .tp_descr_get = method_get,
+    .tp_getset = dict_getset,
+    .tp_dictoffset = offsetof(Fast, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
 /* ---- Array.__del__ ----------------------------------------------------------------------- */
 /* array._decref: one Array fewer refers to the port; at zero a view lets go of its base. */
 static void decref_port(PyObject *p) {
@@ -1012,7 +1486,29 @@ static void decref_port(PyObject *p) {
         PyObject *ins = SLOT(p, P_inputs);
         if (ins == NULL || !PyTuple_Check(ins) || PyTuple_GET_SIZE(ins) < 1)
             return;
+        if (SLOT(p, P_counted) == Py_True) {      /* a NumPy-tier view: the base's count */
+            set_slot(p, P_counted, Py_False);
+            if (add_int_slot(PyTuple_GET_ITEM(ins, 0), P_eager_views, -1) < 0) {
+                PyErr_Clear();
+                return;
+            }
+        }
         p = PyTuple_GET_ITEM(ins, 0);
+    }
+}
+
+/* Array.__del__: its port lets go (array._decref), or a NumPy-tier view its base. */
+static void release_array(PyObject *a) {
+    PyObject *port = SLOT(a, A_port);
+    if (port != NULL && Py_TYPE(port) == PortType) {
+        decref_port(port);
+        return;
+    }
+    PyObject *b = SLOT(a, A_base);
+    if (b != NULL && Py_TYPE(b) == PortType) {
+        if (add_int_slot(b, P_eager_views, -1) < 0)
+            PyErr_Clear();
+        decref_port(b);
     }
 }
 
@@ -1024,22 +1520,16 @@ typedef struct {
 static PyObject *arraydel_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
                                      PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL && configured &&
-        PyObject_TypeCheck(args[0], ArrayType)) {
-        PyObject *port = SLOT(args[0], A_port);
-        if (port != NULL && Py_TYPE(port) == PortType)
-            decref_port(port);
-    }
+        PyObject_TypeCheck(args[0], ArrayType))
+        release_array(args[0]);
     Py_RETURN_NONE;
 }
 
 /* Array's tp_finalize, set directly (frontend/native.py installs it): the same as calling
  * its __del__, without looking the method up and calling it for every Array that dies. */
 static void array_finalize(PyObject *self) {
-    if (configured && PyObject_TypeCheck(self, ArrayType)) {
-        PyObject *port = SLOT(self, A_port);
-        if (port != NULL && Py_TYPE(port) == PortType)
-            decref_port(port);
-    }
+    if (configured && PyObject_TypeCheck(self, ArrayType))
+        release_array(self);
 }
 
 static PyObject *arraydel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
@@ -1104,9 +1594,12 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         get_obj(cfg, "key_external", &key_external) || get_obj(cfg, "weak_f", &weak_f) ||
         get_obj(cfg, "weak_i", &weak_i) || get_obj(cfg, "NEW", &st_new) ||
         get_obj(cfg, "DONE", &st_done) || get_obj(cfg, "SUBMITTED", &st_submitted) ||
-        get_obj(cfg, "DEAD", &st_dead))
+        get_obj(cfg, "DEAD", &st_dead) || get_obj(cfg, "refs", &refs) ||
+        get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
+        get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize))
         return NULL;
     if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
+        !PyDict_Check(refs) ||
         !PyDict_Check(piecewise) || !PyDict_Check(wq_dict) || !PyDict_Check(iinfo) ||
         !PyDict_Check(follow_table) ||
         !PyIter_Check(ids)) {
@@ -1114,7 +1607,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         return NULL;
     }
     struct { PyTypeObject **tp; const char *name; Py_ssize_t *off; } slots[] = {
-        {&ArrayType, "_port", &A_port},
+        {&ArrayType, "_p", &A_port}, {&ArrayType, "_v", &A_value}, {&ArrayType, "_b", &A_base},
         {&PortType, "id", &P_id}, {&PortType, "kind", &P_kind}, {&PortType, "op", &P_op},
         {&PortType, "dtype", &P_dtype}, {&PortType, "shape", &P_shape},
         {&PortType, "inputs", &P_inputs}, {&PortType, "params", &P_params},
@@ -1123,6 +1616,8 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         {&PortType, "error", &P_error}, {&PortType, "nrefs", &P_nrefs},
         {&PortType, "scalar", &P_scalar}, {&PortType, "loop_dtype", &P_loop_dtype},
         {&PortType, "ref", &P_ref}, {&PortType, "holders", &P_holders},
+        {&PortType, "captured", &P_captured}, {&PortType, "eager_views", &P_eager_views},
+        {&PortType, "counted", &P_counted},
         {&SiteType, "code", &S_code}, {&SiteType, "lasti", &S_lasti},
         {&SiteType, "_lineno", &S_lineno},
         {&QueueType, "entries", &Q_entries}, {&QueueType, "lock", &Q_lock},
@@ -1131,7 +1626,8 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         {&QueueType, "recorded", &Q_recorded}, {&QueueType, "max_elements", &Q_max_elements},
         {&QueueType, "_shape", &Q_shape}, {&QueueType, "limit", &Q_limit},
         {&QueueType, "epoch", &Q_epoch}, {&QueueType, "follow", &Q_follow},
-        {&QueueType, "fpos", &Q_fpos},
+        {&QueueType, "fpos", &Q_fpos}, {&QueueType, "recording", &Q_recording},
+        {&QueueType, "eager_limit", &Q_eager_limit},
     };
     for (size_t k = 0; k < sizeof(slots) / sizeof(slots[0]); k++)
         if (slot_offset(*slots[k].tp, slots[k].name, slots[k].off) < 0)
@@ -1141,6 +1637,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
     INTERN(s_const, "const"); INTERN(s_compute, "compute"); INTERN(s_f, "f");
     INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power");
     INTERN(s_on_record, "on_record"); INTERN(s_queue_threshold, "queue_threshold");
+    INTERN(s_eager_elements, "eager_elements");
     INTERN(s_queue_key, "streamrt.work_queue");
 #undef INTERN
     if ((zero = PyLong_FromLong(0)) == NULL ||
@@ -1245,7 +1742,7 @@ static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 2
+#define NATIVE_ABI 3
 
 static PyObject *enable(PyObject *mod, PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -1269,7 +1766,16 @@ static PyObject *native_count(PyObject *mod, PyObject *reset) {
     return PyLong_FromLongLong(n);
 }
 
+static PyObject *eager_count(PyObject *mod, PyObject *reset) {
+    long long n = n_eager;
+    if (PyObject_IsTrue(reset))
+        n_eager = 0;
+    return PyLong_FromLongLong(n);
+}
+
 static PyMethodDef methods[] = {
+    {"eager_count", eager_count, METH_O, "eager_count(reset): ops the C path ran on the NumPy "
+     "tier."},
     {"configure", configure, METH_O, "Give the C record path the classes, memo dicts and "
      "functions of the Python one (frontend/native.py); once."},
     {"enable", enable, METH_O, "Switch the C path on or off (off: every call takes the Python "
@@ -1293,7 +1799,9 @@ static struct PyModuleDef moddef = {
     "The record path of the hot Array operators and map functions in C.", -1, methods};
 
 PyMODINIT_FUNC PyInit__native(void) {
+    import_array();
     if (PyType_Ready(&BinOpType) < 0 || PyType_Ready(&MapFuncType) < 0 ||
+        PyType_Ready(&FastType) < 0 ||
         PyType_Ready(&ArrayDelType) < 0 || PyType_Ready(&QueueLockType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
@@ -1302,6 +1810,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
         PyModule_AddObjectRef(m, "BinOp", (PyObject *)&BinOpType) < 0 ||
         PyModule_AddObjectRef(m, "MapFunc", (PyObject *)&MapFuncType) < 0 ||
+        PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
         PyModule_AddObjectRef(m, "ArrayDel", (PyObject *)&ArrayDelType) < 0 ||
         PyModule_AddObjectRef(m, "QueueLock", (PyObject *)&QueueLockType) < 0) {
         Py_DECREF(m);

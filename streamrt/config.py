@@ -36,6 +36,11 @@ FLAGS = {
     "device_min_elements": Flag("STREAMRT_DEVICE_MIN_ELEMENTS", 1 << 18, int,
                                 "backend=auto: sequences smaller than this whose inputs are on "
                                 "the host stay on the CPU without consulting the devices"),
+    "eager_elements": Flag("STREAMRT_EAGER_ELEMENTS", 1 << 16, int,
+                           "The NumPy tier: an op whose array inputs are computed host arrays "
+                           "and whose inputs and result have fewer elements than this runs at "
+                           "once through NumPy instead of being recorded for fusion (0: record "
+                           "every op)"),
     "cold_interpret": Flag("STREAMRT_COLD_INTERPRET", True, _bool,
                            "backend=auto: until the CPU executor (Numba) is loaded, a trace "
                            "seen for the first time whose arrays are all under "

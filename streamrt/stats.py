@@ -61,6 +61,8 @@ def runtime_stats() -> dict:
         from .frontend import native           # (1: the C record path records; a state)
         d["native_record"] = int(native.available())
         d["ops_recorded_native"] = native.count()
+        from .scheduler import tiers           # (ops run on the NumPy tier: Python + C)
+        d["ops_eager"] = tiers.counts() + native.eager_count()
         for o in list(_runs):
             if o.runs:
                 for k, n in o.counts:
@@ -73,6 +75,9 @@ def reset_stats() -> None:
         _c.clear()
         from .frontend import native
         native.count(reset=True)
+        native.eager_count(reset=True)
+        from .scheduler import tiers
+        tiers.reset_counts()
         for q in list(_sources):
             q.recorded = 0
         for o in list(_runs):

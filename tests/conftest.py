@@ -23,6 +23,10 @@ os.environ["STREAMRT_CACHE_DIR"] = _cache
 # the cold tier (first small traces on the NumPy interpreter until Numba is loaded) would make
 # kernel counts depend on test order; tests/test_cold_tier.py runs it in fresh processes
 os.environ["STREAMRT_COLD_INTERPRET"] = "0"
+# the NumPy tier (small ops run at once through NumPy) would leave the small arrays most
+# tests use unrecorded: the tests of recording, fusion and caches assert what the compiled
+# path does; tests/test_tiers.py and the fuzzer run the NumPy tier and the switch points
+os.environ["STREAMRT_EAGER_ELEMENTS"] = "0"
 
 import hypothesis.configuration
 import pytest

@@ -117,5 +117,6 @@ def child_env(cache_dir, **settings):
     kernel cache in ``cache_dir``, plus ``settings`` (e.g. STREAMRT_COLD_INTERPRET="0")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
     env["STREAMRT_CACHE_DIR"] = str(cache_dir)
+    env["STREAMRT_EAGER_ELEMENTS"] = "0"         # (as in this process: conftest.py)
     env.update(settings)
     return env

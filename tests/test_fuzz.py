@@ -314,6 +314,14 @@ def test_random_programs_on_large_arrays_match_numpy(executor, data):
 
 
 def _random_program(data, dims=st.integers(1, MAX_DIM), max_elements=None):
+    # the tiers: everything recorded (0), everything small on the NumPy tier, or a limit in
+    # between so that computed and recorded arrays meet (the switch points)
+    lim = data.draw(st.sampled_from([0, 3, 16, 1 << 16]), label="eager limit")
+    with ps.config.override(eager_elements=lim):
+        _program(data, dims, max_elements)
+
+
+def _program(data, dims, max_elements):
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     rng = np.random.default_rng(seed)
     full = tuple(data.draw(st.lists(dims, min_size=0, max_size=MAX_NDIM), label="shape"))

@@ -14,8 +14,11 @@ from .. import stats
 from ..config import settings
 from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
+from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
 from ..scheduler.workqueue import _local as _tls
+from ..scheduler import tiers as _tiers
+from ..scheduler import workqueue as _wq
+from ..executors.base import ref_value, run_refop
 from .errors import _INTERNAL, CallSite
 from .errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
                      StreamrtAxisError, StreamrtError, StreamrtIndexError,
@@ -37,7 +40,38 @@ def _foreign_inputs(port, q):
             cscheduler.flush(base.queue, reason="cross-thread")
 
 
+def _eager(port):
+    """The NumPy tier (scheduler/tiers.py): a small op over computed host buffers runs now,
+    through NumPy (its reference definition), and its Array is computed. None: record it."""
+    lim = settings.eager_elements
+    if port.size >= lim or _wq.on_record is not None:
+        return None
+    args = []
+    for i in port.inputs:
+        if i.kind == "scalar":
+            args.append(i)
+            continue
+        if i.size >= lim:
+            return None
+        v = _tiers.concrete(i)
+        if v is None:
+            return None
+    q = getattr(_tls, "q", None)
+    if q is not None and q.recording is not None:
+        return None
+    r = run_refop(port, ref_value)
+    for i in port.inputs:           # (a copy's NumPy answer can be its input itself)
+        if i.kind != "scalar" and np.may_share_memory(r, _tiers.concrete(i)):
+            r = r.copy()
+            break
+    _tiers.note_eager()
+    return eager_array(own_buffer(r))
+
+
 def _enqueue(port):
+    r = _eager(port)
+    if r is not None:
+        return r
     if _PIECEWISE_DATA and port.kind == "map":
         # an input is a rolled array (frontend/pieces.py)
         r = _pieces.lower(port, getattr(_tls, "temps", ()))
@@ -57,6 +91,7 @@ def _enqueue_plain(port):
             _foreign_inputs(port, q)
             break
     port.queue = q
+    _tiers.capture(port, q)
     n = q.pending_computes
     if n >= settings.queue_threshold and q.recording is None:
         # Past the threshold, flush where a new loop iteration starts (this op's call site is
@@ -375,6 +410,16 @@ def _view(p, off, shape, strides, site, src=None):
     base.nrefs += 1            # a view keeps its base alive
     if base.state == DONE:
         v.state = DONE
+        bv = base.value
+        if type(bv) is np.ndarray and _tiers.eager_now():
+            # the NumPy tier: a view of a computed buffer is an ndarray view of it, counted on
+            # the base instead of registered (a computed base is written in place, which
+            # every view sees: frontend/indexing.py write_region)
+            base.nrefs -= 1
+            hv = strided(bv, v.params[0], v.shape, v.params[1])
+            if any(s == 0 and n > 1 for n, s in zip(v.shape, v.params[1])):
+                hv.flags.writeable = False      # (a broadcast view is read-only, as in NumPy)
+            return eager_array(hv, base)
         r = Array._wrap(v)
     else:
         r = _enqueue(v)
@@ -435,6 +480,18 @@ def basic_index(p, key, site):
                                f"numpy.newaxis (`None`) and integer or boolean arrays are valid "
                                f"indices, got {k!r}", site)
     return off, tuple(new_shape), tuple(new_st)
+
+
+def _basic_item(k):
+    return (type(k) is int or type(k) is slice or k is Ellipsis or k is None or
+            isinstance(k, np.integer))
+
+
+def _basic_key(key):
+    """An index NumPy treats as basic (a view or an element, never a copy)."""
+    if type(key) is tuple:
+        return all(_basic_item(k) for k in key)
+    return _basic_item(key)
 
 
 def _static_key(key):
@@ -603,33 +660,59 @@ def _handled(e, p):
 
 # ---- the Array ----------------------------------------------------------------------------
 class Array:
-    """A lazy n-dimensional array. Operations record ports; reads force evaluation."""
+    """A lazy n-dimensional array. Operations record ports; reads force evaluation.
 
-    __slots__ = ("_port", "__weakref__")
+    An Array refers to a port (``_p``), or -- computed on the NumPy tier -- holds its value
+    as a host ndarray (``_v``; a view of a computed base port ``_b``, or a C-ordered buffer
+    of its own) and gets a port only when recorded work reads it (``_port``)."""
+
+    __slots__ = ("_p", "_v", "_b", "__weakref__")
     __array_priority__ = 100.0
 
     def __del__(self):
         try:
-            _decref(self._port)
+            p = self._p
+            if p is not None:
+                _decref(p)
+            else:
+                b = self._b
+                if b is not None:
+                    b.eager_views -= 1
+                    _decref(b)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+    @property
+    def _port(self):
+        p = self._p
+        return p if p is not None else _materialize(self)
+
+    @_port.setter
+    def _port(self, port):
+        """(Rebinding: the Array now refers to ``port``; its port was read before.)"""
+        self._p = port
+        self._v = None
 
     # ---- metadata -------------------------------------------------------------------------
     @property
     def shape(self):
-        return self._port.shape
+        v = self._v
+        return v.shape if v is not None else self._p.shape
 
     @property
     def dtype(self):
-        return self._port.dtype
+        v = self._v
+        return v.dtype if v is not None else self._p.dtype
 
     @property
     def ndim(self):
-        return len(self._port.shape)
+        v = self._v
+        return v.ndim if v is not None else len(self._p.shape)
 
     @property
     def size(self):
-        return self._port.size
+        v = self._v
+        return v.size if v is not None else self._p.size
 
     @property
     def nbytes(self):
@@ -650,6 +733,11 @@ class Array:
         ``np.array(x)`` or ``.copy()`` gives a writable copy). Read-only because recorded
         work that has not run yet may still read the buffer: a write through the returned
         array would change earlier results."""
+        v = self._v
+        if v is not None:
+            v = v.view()
+            v.flags.writeable = False
+            return v
         p = self._port
         try:
             cscheduler.ensure(p)
@@ -717,6 +805,21 @@ class Array:
 
     # ---- views and shape ------------------------------------------------------------------
     def __getitem__(self, key):
+        v = host(self)
+        if v is not None and _basic_key(key) and _tiers.eager_now():
+            # the NumPy tier: NumPy's own indexing -- an element is a NumPy scalar, as NumPy
+            # gives; a view stays a view of the base's buffer
+            try:
+                r = v[key]
+            except (IndexError, TypeError, ValueError):
+                r = None                # (the checks below raise streamrt's error)
+            if r is not None:
+                if type(r) is not np.ndarray:
+                    return r
+                b = self._b
+                if b is None:
+                    b = self._port.base_view()[0]
+                return eager_array(r, b)
         site = callsite()
         if isinstance(key, Array):
             key = key.numpy() if key.ndim == 0 and key.dtype.kind in "iu" else (key,)
@@ -917,6 +1020,9 @@ def _decref(p):
     record the flush reads (docs/layout.md) -- and a view lets go of its base."""
     p.nrefs -= 1
     if p.nrefs <= 0 and p.kind == "view":
+        if p.counted:
+            p.counted = False
+            p.inputs[0].eager_views -= 1
         _decref(p.inputs[0])
 
 
@@ -929,9 +1035,59 @@ def _wrap(port):
     """A new Array referring to ``port`` (``Array._wrap``; a plain function: the record path
     calls it for every op, and a classmethod call costs more)."""
     a = _new(Array)
-    a._port = port
+    a._p = port
+    a._v = a._b = None
     port.nrefs += 1
     return a
+
+
+def eager_array(v, base=None):
+    """A NumPy-tier Array holding host ndarray ``v``: a C-ordered buffer of its own, or
+    (``base``) a view of computed base port ``base``'s buffer, counted on it."""
+    a = _new(Array)
+    a._p = None
+    a._v = v
+    a._b = base
+    if base is not None:
+        base.nrefs += 1
+        base.eager_views += 1
+    return a
+
+
+def _materialize(a):
+    """The port of a NumPy-tier Array (made when recorded work first reads it): a constant
+    over its buffer, or a view port of its base that takes over the base's counts."""
+    v, b = a._v, a._b
+    if b is None:
+        p = Port("const", "const", v.dtype, v.shape, value=v)
+    else:
+        isz = v.itemsize
+        off = (v.__array_interface__["data"][0] -
+               b.value.__array_interface__["data"][0]) // isz
+        p = Port("view", "view", v.dtype, v.shape, (b,),
+                 (off, tuple(s // isz for s in v.strides)))
+        p.state = DONE
+        p.value = v
+        p.counted = True
+        a._b = None
+    p.nrefs = 1
+    a._p = p
+    return p
+
+
+def host(a):
+    """The computed host ndarray of Array ``a`` (the NumPy tier's operand), or None."""
+    v = a._v
+    return v if v is not None else _tiers.concrete(a._p)
+
+
+def own_buffer(r):
+    """NumPy's answer as a NumPy-tier buffer: C-ordered, not a view of an input."""
+    if type(r) is not np.ndarray:
+        return np.asarray(r)
+    if r.base is not None or not r.flags.c_contiguous:
+        return np.array(r, order="C")
+    return r
 
 
 Array._wrap = staticmethod(_wrap)
@@ -981,6 +1137,9 @@ def _binop(name, reflected=False):
                      site, None, None, other)
         ins = (q, p) if reflected else (p, q)
         port = Port("map", name, out_dt, shape, ins, (), site, None, None, None, loop_dt)
+        r = _eager(port)
+        if r is not None:
+            return r
         return _enqueue(port) if _PIECEWISE_DATA else _enqueue_plain(port)
 
     def slow(self, other, site):

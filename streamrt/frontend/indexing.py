@@ -20,6 +20,8 @@ import weakref
 import numpy as np
 
 from .. import dtypes as D
+from ..config import settings
+from ..scheduler import tiers as _tiers
 from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
 from .errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
                      StreamrtOverflowError, callsite, record_error)
@@ -130,6 +132,48 @@ def _full(base, off, shape, st):
         n == 1 or s == c for n, s, c in zip(shape, st, c_strides(shape)))
 
 
+def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
+    """The NumPy tier's write (scheduler/tiers.py): ``base`` is a computed host buffer, so
+    the region is written in place with NumPy's own assignment -- every view of the buffer
+    sees it, as in NumPy -- once the recorded work that reads the buffer has run. ``key``:
+    an advanced index into the region (a scatter). False when the write must be recorded
+    instead: the base is not computed, a macro is being recorded, or the value is still to
+    be computed and no NumPy-tier view needs the buffer itself (the recorded update then
+    fuses into the kernel computing the value)."""
+    from .array import Array, host
+    bv = base.value
+    if base.state != DONE or type(bv) is not np.ndarray or not _tiers.eager_now():
+        return False
+    if isinstance(value, Array):
+        vh = host(value)
+        if vh is None:
+            if not base.eager_views:
+                return False
+            vh = value.numpy()
+    else:
+        vh = value
+    _tiers.settle(base)
+    dst = strided(bv, off, shape, st)
+    try:
+        if key is None:
+            if type(vh) is np.ndarray and vh.__array_interface__ == dst.__array_interface__:
+                return True     # a region assigned to itself (``a[1:4] *= 3`` ends with one)
+            dst[...] = vh
+        elif flat:
+            if dst.flags.c_contiguous:
+                dst.reshape(-1)[key] = vh
+            else:
+                t = dst.reshape(-1)             # (a copy: written back)
+                t[key] = vh
+                dst[...] = t.reshape(dst.shape)
+        else:
+            dst[key] = vh
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return False        # (raised before writing: the recorded path raises streamrt's error)
+    _tiers.note_eager()
+    return True
+
+
 def write_region(arr, off, shape, st, value, site, owned=False):
     """``base(arr)[region] = value`` with NumPy semantics (see the module docstring).
     ``owned``: ``value`` is a temporary Array nobody else holds (its port may be adopted)."""
@@ -137,6 +181,8 @@ def write_region(arr, off, shape, st, value, site, owned=False):
     base = _base_of(arr._port)
     _check_macro_input(base, site)
     _check_writable(arr._port, site)
+    if write_in_place(base, off, shape, st, value, site):
+        return
     dt = base.dtype
     v = _value_port(value, dt, shape, site)
     if v.kind == "view" and v.inputs[0] is base and v.shape == tuple(shape) and \
@@ -189,12 +235,43 @@ def _ufunc_name(name):
     return OPS[name].ufunc or name
 
 
+def _inplace_now(name, a, other, site):
+    """The NumPy tier's ``a op= b``: NumPy's own in-place ufunc into ``a``'s computed buffer
+    (its casting rule and errors), when ``a`` and ``b`` are computed and small."""
+    from .array import Array, host
+    from ..ops import OPS
+    lim = settings.eager_elements
+    av = host(a)
+    if av is None or av.size >= lim or not _tiers.eager_now():
+        return False
+    if isinstance(other, Array):
+        ov = host(other)
+        if ov is None or ov.size >= lim:
+            return False
+    elif isinstance(other, (bool, int, float, complex, np.generic)):
+        ov = other
+    else:
+        return False
+    uf = getattr(np, OPS[name].ufunc)
+    base = a._b if a._p is None else _base_of(a._p)
+    if base is not None:
+        _tiers.settle(base)
+    try:
+        uf(av, ov, out=av)
+    except (ValueError, TypeError, OverflowError):
+        return False        # (raised before writing: the recorded path raises streamrt's error)
+    _tiers.note_eager()
+    return True
+
+
 def make_inplace(name):
     """``a op= b``: NumPy's ``np.<ufunc>(a, b, out=a)`` (casting 'same_kind', no broadcasting
     of the output), written into ``a`` and every alias of it."""
     def f(self, other):
         from .array import record_map
         site = callsite()
+        if _inplace_now(name, self, other, site):
+            return self
         r = record_map(name, self, other, site=site)
         if r.dtype != self.dtype and not np.can_cast(r.dtype, self.dtype, "same_kind"):
             raise record_error(DTypeError, f"Cannot cast ufunc '{_ufunc_name(name)}' output "
@@ -204,7 +281,8 @@ def make_inplace(name):
             raise record_error(ShapeError, f"non-broadcastable output operand with shape "
                                f"{self.shape} doesn't match the broadcast shape {r.shape}", site)
         p, new = self._port, r._port
-        if p.kind != "view" and new.kind == "map" and new.dtype == p.dtype:
+        if p.kind != "view" and new.kind == "map" and new.dtype == p.dtype and (
+                _tiers.concrete(p) is None or not p.eager_views and new.state != DONE):
             # the whole of a base array, same dtype: what write_region's full-array branch
             # ends with, without re-deriving the value port and the region
             _check_macro_input(p, site)
@@ -216,6 +294,7 @@ def make_inplace(name):
         write_region(self, off, self.shape, st, r, site, owned=True)
         return self
     f.__name__ = f"__i{name}__"
+    f._inplace_op = name          # (the C path's NumPy-tier in-place operator: frontend/native.py)
     return f
 
 
@@ -323,10 +402,12 @@ def scatter(arr, key, value, site=None, flat=False):
     p = arr._port
     tshape = _probe_shape((p.size,) if flat else p.shape, key, site)
     v = _value_port(value, p.dtype, tshape, site)
-    if v.kind == "const" and v.shape != tuple(tshape):
-        pass
     spec, ins = _split(key, arrays, site)
     _, off, st = p.base_view()
+    idx = [i.value if i.kind == "const" else None for i in ins]
+    if all(i is not None for i in idx) and write_in_place(
+            base, off, p.shape, st, value, site, key=rebuild_key(spec, idx), flat=flat):
+        return
     new = _enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
                         (spec, int(off), tuple(p.shape), tuple(st), bool(flat)), site))._port
     new.nrefs += 1

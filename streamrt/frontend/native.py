@@ -12,7 +12,7 @@ import functools
 
 from ..config import settings
 
-ABI = 2     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 3     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -51,7 +51,10 @@ def install():
         return
     from .. import config
     from ..caches import keys, trace_cache
-    from ..scheduler import workqueue
+    import numpy as np
+    from .. import dtypes as D
+    from ..ops import OPS, UFUNC_TO_OP
+    from ..scheduler import tiers, workqueue
     from . import array, errors, pieces
     _native.configure({
         "Array": array.Array, "Port": workqueue.Port, "CallSite": errors.CallSite,
@@ -62,13 +65,28 @@ def install():
         "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
         "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
         "NEW": workqueue.NEW, "DONE": workqueue.DONE, "SUBMITTED": workqueue.SUBMITTED,
-        "DEAD": workqueue.DEAD})
+        "DEAD": workqueue.DEAD, "capture": tiers.capture,
+        "refs": {n: o.ref for n, o in OPS.items() if o.kind == "map" and not o.counter},
+        "ufunc_ops": {getattr(np, u): n for u, n in UFUNC_TO_OP.items()
+                      if isinstance(getattr(np, u, None), np.ufunc)},
+        "supported": set(D.SUPPORTED_SET), "materialize": array._materialize})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)
         if slow is not None:
             setattr(Array, name, functools.update_wrapper(
                 _native.BinOp(f.__name__, f._reflected, f, slow), f))
+    # the NumPy tier's indexing and in-place operators (their Python methods stay the definition)
+    setattr(Array, "__getitem__", functools.update_wrapper(
+        _native.Fast(0, "", Array.__getitem__), Array.__getitem__))
+    setattr(Array, "__setitem__", functools.update_wrapper(
+        _native.Fast(1, "", Array.__setitem__), Array.__setitem__))
+    setattr(Array, "__array_ufunc__", functools.update_wrapper(
+        _native.Fast(3, "", Array.__array_ufunc__), Array.__array_ufunc__))
+    for name, f in list(vars(Array).items()):
+        op = getattr(f, "_inplace_op", None)
+        if op is not None:
+            setattr(Array, name, functools.update_wrapper(_native.Fast(2, op, f), f))
     array._enqueue_plain = _native.enqueue    # (ports the Python path builds, queued in C)
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
@@ -83,6 +101,11 @@ def count(reset=False) -> int:
     """Ops recorded entirely by the C path since the last reset (the rest of ``ops_recorded``
     went through Python)."""
     return _native.native_count(reset) if _native is not None and _installed else 0
+
+
+def eager_count(reset=False) -> int:
+    """Ops the C path ran on the NumPy tier since the last reset."""
+    return _native.eager_count(reset) if _native is not None and _installed else 0
 
 
 def map_function(name, f):

@@ -270,13 +270,18 @@ def ensure(port):
         raise RuntimeError(f"internal error: {port} was released before it was read")
 
 
+def wait_idle():
+    """Wait until every program sequence submitted (by any thread) has run."""
+    f = flow()
+    with f.cond:
+        f.cond.wait_for(lambda: f.inflight == 0)
+
+
 def sync():
     """Flush this thread's work queue and wait until everything submitted has run."""
     _check_not_recording("ps.sync()")
     flush(reason="sync")
-    f = flow()
-    with f.cond:
-        f.cond.wait_for(lambda: f.inflight == 0)
+    wait_idle()
     if distributed_route is not None:       # and what runs on a Dask cluster
         from ..executors import dask as dask_executor
         dask_executor.get().wait_all()

@@ -36,7 +36,7 @@ class Port:
 
     __slots__ = ("id", "kind", "op", "dtype", "shape", "inputs", "params", "site", "queue",
                  "value", "state", "error", "nrefs", "scalar", "loop_dtype", "ref",
-                 "holders", "__weakref__")
+                 "holders", "captured", "eager_views", "counted", "__weakref__")
 
     def __init__(self, kind, op, dtype, shape, inputs=(), params=(), site=None, queue=None,
                  value=None, scalar=None, loop_dtype=None):
@@ -56,6 +56,12 @@ class Port:
         self.ref = None            # reference-mode shadow value (debug/reference.py)
         self.nrefs = 0
         self.holders = None        # {id: weakref} of Arrays that may alias this base (mutation)
+        # the NumPy tier (scheduler/tiers.py): the work queue(s) whose recorded, not yet run
+        # ops read this computed base; its live views made by the NumPy tier (not in
+        # ``holders``: a concrete base is written in place); this view is one of them
+        self.captured = None
+        self.eager_views = 0
+        self.counted = False
         self.state = DONE if kind in ("const", "scalar") else NEW
 
     # ---- views ---------------------------------------------------------------------------
@@ -76,6 +82,8 @@ class Port:
 
     def host_value(self):
         """The computed value as an ndarray (views are built over the base's buffer)."""
+        if self.counted:
+            return self.value                           # (a NumPy-tier view: its ndarray)
         if self.kind == "view":
             base, off, st = self.base_view()
             if hasattr(base.value, "host_view"):      # held by Dask workers: gather what is read
@@ -133,7 +141,7 @@ class WorkQueue:
     # (slots: the C record path, streamrt/_native.c, reads and writes them at fixed offsets)
     __slots__ = ("entries", "lock", "pending_computes", "keyparts", "kports", "num",
                  "recording", "recorded", "max_elements", "taken_max", "_shape", "limit",
-                 "epoch", "follow", "fpos", "__weakref__")
+                 "eager_limit", "epoch", "follow", "fpos", "__weakref__")
 
     def __init__(self):
         self.entries = []          # ('compute', port) | ('hint', what, site)
@@ -147,7 +155,8 @@ class WorkQueue:
         self.max_elements = 0      # the largest compute entry's size (placement: small work)
         self.taken_max = 0         # ... of the entries the last take_trace returned
         self._shape = None
-        self.limit = self.epoch = 0   # the C path's copy of queue_threshold, of settings epoch
+        # the C path's copies of queue_threshold and eager_elements, and of the settings epoch
+        self.limit = self.eager_limit = self.epoch = 0
         # Trace following: while the entries recorded so far equal the first ``fpos`` entries
         # of a cached trace's key (``follow``, a keys.KParts the trace cache offered for this
         # first call site), they are compared with it instead of being built and kept;

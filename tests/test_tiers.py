@@ -1,0 +1,170 @@
+"""The NumPy tier: small ops over computed arrays run at once through NumPy; recorded work and
+in-place writes on shared buffers stay consistent across the tiers (NumPy's semantics)."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from helpers import assert_same
+
+import streamrt as ps
+from streamrt.frontend import native
+
+EAGER = 1 << 16
+
+
+@pytest.fixture(params=["native", "python"])
+def tier(request, stats):
+    """The NumPy tier on (as by default; conftest.py turns it off for the other tests), with
+    the C record path and with the Python path, its definition."""
+    if request.param == "python":
+        with native.disabled(), ps.config.override(eager_elements=EAGER):
+            yield stats
+    else:
+        with ps.config.override(eager_elements=EAGER):
+            yield stats
+
+
+def test_small_ops_run_through_numpy_and_record_nothing(tier):
+    a = np.arange(12.0).reshape(3, 4)
+    x = ps.asarray(a)
+    y = ps.sqrt(x * 2.0 + 1.0) - x[1] / 3.0
+    s = y.sum(axis=0)
+    st = tier()
+    assert st["ops_recorded"] == 0 and st["kernels_launched"] == 0 and st["flushes"] == 0
+    assert st["ops_eager"] >= 5
+    assert_same(y, np.sqrt(a * 2.0 + 1.0) - a[1] / 3.0)
+    assert_same(s, (np.sqrt(a * 2.0 + 1.0) - a[1] / 3.0).sum(axis=0), rtol=1e-15)
+
+
+def test_an_element_is_a_numpy_scalar_and_a_view_shares_the_buffer(tier):
+    x = ps.asarray(np.arange(6.0).reshape(2, 3))
+    e = x[1, 2]
+    assert type(e) is np.float64 and e == 5.0
+    v = x[1]
+    x[1, 0] = 10.0                 # a write into the base is seen through the view
+    assert float(v[0]) == 10.0
+    v[1] = -1.0                    # and a write through the view in the base
+    assert float(x[1, 1]) == -1.0
+    w = v[::2]                     # a view of a view
+    w *= 2
+    assert_same(x, np.array([[0.0, 1.0, 2.0], [20.0, -1.0, 10.0]]))
+
+
+def test_recorded_work_reads_the_value_it_was_recorded_with(tier):
+    """A large op over a small computed array is recorded; a later in-place write into that
+    array (the NumPy tier) first runs the recorded work that reads it."""
+    small = ps.asarray(np.ones(8))
+    big = ps.asarray(np.arange(EAGER * 2, dtype=np.float64).reshape(-1, 8))
+    r = big + small                # recorded (large): reads small's buffer later
+    small[0] = 100.0               # in place, after r's kernel has read the old value
+    small += 1
+    expect = np.arange(EAGER * 2, dtype=np.float64).reshape(-1, 8) + 1.0
+    assert_same(r, expect)
+    assert_same(small, np.array([101.0] + [2.0] * 7))
+
+
+def test_a_recorded_value_written_into_a_viewed_buffer(tier):
+    """``base[region] = lazy`` where NumPy-tier views of base are alive: the value is
+    computed and written in place, so the views see it (NumPy's semantics)."""
+    base = ps.asarray(np.zeros(10))
+    v = base[2:5]
+    big = ps.asarray(np.ones(EAGER * 2))
+    base[2:5] = big[:3] * 7.0      # big[:3] * 7 is small but reads a large base: recorded
+    assert_same(v, np.full(3, 7.0))
+    assert_same(base, np.array([0, 0, 7, 7, 7, 0, 0, 0, 0, 0], dtype=np.float64))
+
+
+def test_large_work_keeps_fusing(tier):
+    n = EAGER * 4
+    a = np.random.default_rng(1).random(n)
+    x = ps.asarray(a)
+    y = ps.sin(x) * 2.0 + x * x
+    st0 = tier()["kernels_launched"]
+    assert_same(y, np.sin(a) * 2.0 + a * a, rtol=1e-15)
+    st = tier()
+    assert st["kernels_launched"] - st0 == 1       # one fused kernel
+    assert st["ops_recorded"] >= 4
+
+
+def test_the_tier_limit_is_a_setting(tier):
+    x = ps.asarray(np.arange(100.0))
+    with ps.config.override(eager_elements=0):
+        y = x + 1.0
+    assert tier()["ops_recorded"] == 1
+    with ps.config.override(eager_elements=101):
+        z = y * 2.0                # y is recorded, not computed: z is recorded too
+    assert_same(z, (np.arange(100.0) + 1.0) * 2.0)
+    w = z - 1.0                    # z was read: computed, the NumPy tier again
+    assert tier()["ops_recorded"] == 2
+    assert_same(w, (np.arange(100.0) + 1.0) * 2.0 - 1.0)
+
+
+def test_errors_are_the_recorded_tiers_errors(tier):
+    x = ps.asarray(np.arange(4.0))
+    with pytest.raises(ps.ShapeError):
+        x + ps.asarray(np.ones(3))
+    with pytest.raises(ps.DTypeError):
+        -ps.asarray(np.array([True, False]))
+    with pytest.raises(ps.StreamrtIndexError):
+        x[7]
+    with pytest.raises(ValueError):
+        x[1:3] = np.ones(4)
+    i = ps.asarray(np.arange(3))
+    with pytest.raises(ps.DTypeError):
+        i += 1.5                   # NumPy's same_kind rule
+
+
+def test_dtypes_follow_numpy(tier):
+    f32 = ps.asarray(np.ones(3, np.float32))
+    assert (f32 * 2.0).dtype == np.float32
+    assert (f32 * np.float64(2.0)).dtype == np.float64     # a NumPy scalar is strong
+    assert (np.float64(2.0) * f32).dtype == np.float64
+    i32 = ps.asarray(np.arange(3, dtype=np.int32))
+    assert (i32 + 1).dtype == np.int32
+    assert (i32 / 2).dtype == np.float64
+
+
+def test_a_macro_records_even_small_work(tier):
+    @ps.macro
+    def step(u):
+        return u * 0.5 + 1.0
+    u = ps.asarray(np.arange(4.0))
+    for _ in range(3):
+        u = step(u)
+    expect = np.arange(4.0)
+    for _ in range(3):
+        expect = expect * 0.5 + 1.0
+    assert_same(u, expect)
+
+
+def test_reads_of_computed_arrays_are_read_only(tier):
+    x = ps.asarray(np.arange(3.0)) + 1.0
+    v = np.asarray(x)
+    with pytest.raises(ValueError, match="read-only"):
+        v[0] = 5
+    c = np.array(x)
+    c[0] = 5
+    assert float(x[0]) == 1.0
+
+
+def test_threads_each_run_their_own_small_work(tier):
+    out = {}
+
+    def work(k):
+        x = ps.asarray(np.full(50, float(k)))
+        for _ in range(100):
+            x = x * 1.01 + 0.5
+        out[k] = x.numpy().copy()
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for k in range(4):
+        e = np.full(50, float(k))
+        for _ in range(100):
+            e = e * 1.01 + 0.5
+        assert_same(out[k], e)
