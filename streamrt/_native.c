@@ -740,8 +740,28 @@ static inline PyObject *concrete(PyObject *p) {
 }
 
 /* This thread's NumPy-tier limit (elements), 0 when off or while a macro is recorded; -1 on
- * error. */
-static Py_ssize_t eager_limit(void) {
+ * error. Kept for the last thread that asked until a setting (or a macro recording's state:
+ * WorkQueue.set_recording) changes. */
+static unsigned long lim_thread;
+static long lim_epoch;
+static Py_ssize_t lim_value;
+
+static Py_ssize_t eager_limit_of_queue(void);
+
+static inline Py_ssize_t eager_limit(void) {
+    unsigned long me = PyThread_get_thread_ident();
+    if (me == lim_thread && lim_epoch == epoch)
+        return lim_value;
+    Py_ssize_t lim = eager_limit_of_queue();
+    if (lim >= 0) {
+        lim_thread = me;
+        lim_epoch = epoch;
+        lim_value = lim;
+    }
+    return lim;
+}
+
+static Py_ssize_t eager_limit_of_queue(void) {
     PyObject *q = thread_queue();
     if (q == NULL)
         return -1;
@@ -865,7 +885,19 @@ static int numpy_error(void) {
 
 /* ``f(*vals)`` on the NumPy tier: vals are Arrays, NumPy arrays or scalars; NULL without an
  * error when one is not computed or too large, or the result's dtype is not streamrt's. */
-static PyObject *eager_call(PyObject *name, PyObject *const *vals, Py_ssize_t n) {
+/* The NumPy reference of op ``name`` (borrowed), looked up once into ``*slot``. */
+static inline PyObject *ref_of(PyObject **slot, PyObject *name) {
+    if (*slot == NULL) {
+        PyObject *f = PyDict_GetItemWithError(refs, name);
+        if (f == NULL)
+            return NULL;
+        *slot = Py_NewRef(f);
+    }
+    return *slot;
+}
+
+static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                            Py_ssize_t n) {
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
@@ -873,7 +905,7 @@ static PyObject *eager_call(PyObject *name, PyObject *const *vals, Py_ssize_t n)
     for (Py_ssize_t k = 0; k < n; k++)
         if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
             return NULL;
-    PyObject *f = PyDict_GetItemWithError(refs, name);
+    PyObject *f = ref_of(refslot, name);
     if (f == NULL)
         return NULL;
     PyObject *r = PyObject_Vectorcall(f, hv, n, NULL);
@@ -926,6 +958,7 @@ typedef struct {
     PyObject *slow;          /* BinOp: the Python general path slow(self, other, site) */
     PyObject *reflected;     /* BinOp: Py_True / Py_False */
     PyObject *dict;          /* (__name__, __doc__, __wrapped__, ...: functools.update_wrapper) */
+    PyObject *ref;           /* the op's NumPy reference (the NumPy tier), once looked up */
     vectorcallfunc vectorcall;
     Memo memo[NMEMO];        /* BinOp: (dtype, other dtype or kind); MapFunc: (dtype, None) */
 } Recorder;
@@ -942,6 +975,7 @@ static int recorder_traverse(Recorder *r, visitproc visit, void *arg) {
 
 static int recorder_clear(Recorder *r) {
     memo_clear(r->memo);
+    Py_CLEAR(r->ref);
     Py_CLEAR(r->name);
     Py_CLEAR(r->func);
     Py_CLEAR(r->slow);
@@ -1060,7 +1094,7 @@ static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
         vals[0] = other;
         vals[1] = self;
     }
-    return eager_call(b->name, vals, 2);
+    return eager_call(&b->ref, b->name, vals, 2);
 }
 
 static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
@@ -1169,7 +1203,7 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
         !plain_now())
         return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
     if (host_of(args[0]) != NULL) {     /* the NumPy tier */
-        PyObject *r = eager_call(m->name, args, 1);
+        PyObject *r = eager_call(&m->ref, m->name, args, 1);
         if (r != NULL || PyErr_Occurred())
             return r;
     }
@@ -1268,13 +1302,14 @@ static PyTypeObject MapFuncType = {
  * array: NumPy's own indexing and in-place ufuncs on its buffer. Anything else -- a lazy
  * array, an advanced index, a base that recorded work still reads -- calls the Python
  * method, the definition. */
-enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC };
+enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC, F_FUNC };
 
 typedef struct {
     PyObject_HEAD
     int kind;
     PyObject *name;          /* F_INPLACE: the op (OPS key) */
     PyObject *func;          /* the Python method */
+    PyObject *ref;           /* F_INPLACE: the op's NumPy ufunc, once looked up */
     PyObject *dict;
     vectorcallfunc vectorcall;
 } Fast;
@@ -1364,7 +1399,7 @@ static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
     PyObject *ov = eager_operand(other, lim);
     if (ov == NULL)
         return NULL;
-    PyObject *uf = PyDict_GetItemWithError(refs, f->name);
+    PyObject *uf = ref_of(&f->ref, f->name);
     if (uf == NULL)
         return NULL;
     PyObject *args[3] = {pv, ov, pv};
@@ -1386,7 +1421,159 @@ static PyObject *ufunc_fast(PyObject *const *args, Py_ssize_t n) {
         PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
         return NULL;
     PyObject *name = PyDict_GetItemWithError(ufunc_ops, args[1]);
-    return name == NULL ? NULL : eager_call(name, args + 3, n - 3);
+    PyObject *slot = NULL;      /* (a ufunc: its reference is itself, held by the dict) */
+    PyObject *r = name == NULL ? NULL : eager_call(&slot, name, args + 3, n - 3);
+    Py_XDECREF(slot);
+    return r;
+}
+
+/* ---- NumPy functions on the NumPy tier (array.eager_function) ----------------------------- */
+#define MAXFOUND 16
+typedef struct { PyObject *host[MAXFOUND], *array[MAXFOUND]; int n; } Found;
+
+/* an argument as the NumPy call takes it (new ref): an Array's host ndarray, a list or tuple
+ * of them (one level); NULL without an error -> not the NumPy tier */
+static PyObject *eager_arg(PyObject *v, Py_ssize_t lim, Found *fd, int deep) {
+    if (Py_TYPE(v) == ArrayType) {
+        PyObject *h = host_of(v);
+        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim || fd->n >= MAXFOUND)
+            return NULL;
+        fd->host[fd->n] = h;
+        fd->array[fd->n] = v;
+        fd->n++;
+        return Py_NewRef(h);
+    }
+    if (deep && (PyList_CheckExact(v) || PyTuple_CheckExact(v))) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject **items = PySequence_Fast_ITEMS(v);
+        Py_ssize_t k;
+        for (k = 0; k < n; k++)
+            if (Py_TYPE(items[k]) == ArrayType)
+                break;
+        if (k == n)
+            return Py_NewRef(v);
+        int list = PyList_CheckExact(v);
+        PyObject *out = list ? PyList_New(n) : PyTuple_New(n);
+        if (out == NULL)
+            return NULL;
+        for (k = 0; k < n; k++) {
+            PyObject *e = eager_arg(items[k], lim, fd, 0);
+            if (e == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (list)
+                PyList_SET_ITEM(out, k, e);
+            else
+                PyTuple_SET_ITEM(out, k, e);
+        }
+        return out;
+    }
+    return Py_NewRef(v);
+}
+
+static PyObject *root_of(PyObject *a) {
+    while (PyArray_Check(a) && PyArray_BASE((PyArrayObject *)a) != NULL)
+        a = PyArray_BASE((PyArrayObject *)a);
+    return a;
+}
+
+/* a NumPy-tier call's answer (steals r): see array._eager_out; NULL without an error -> the
+ * Python path */
+static PyObject *eager_out(PyObject *r, Found *fd) {
+    if (PyArray_CheckExact(r)) {
+        PyArrayObject *ra = (PyArrayObject *)r;
+        if (PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra)) <= 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        if (PyArray_BASE(ra) != NULL) {
+            PyObject *root = root_of(r);
+            for (int k = 0; k < fd->n; k++) {
+                if (root_of(fd->host[k]) != root)
+                    continue;
+                PyObject *a = fd->array[k];
+                PyObject *b = host_base(a);
+                if (b == NULL) {
+                    if (port_of(a) == NULL) {
+                        Py_DECREF(r);
+                        return NULL;
+                    }
+                    b = host_base(a);
+                }
+                PyObject *v = eager_array(r, b);
+                Py_DECREF(r);
+                return v;
+            }
+        }
+        return eager_result(r);
+    }
+    if (PyTuple_Check(r) || PyList_CheckExact(r)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+        PyObject *items = PyTuple_New(n);
+        if (items == NULL) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *e = eager_out(Py_NewRef(PySequence_Fast_GET_ITEM(r, k)), fd);
+            if (e == NULL) {
+                Py_DECREF(items);
+                Py_DECREF(r);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(items, k, e);
+        }
+        PyObject *out;
+        if (PyList_CheckExact(r))
+            out = PySequence_List(items);
+        else if (PyTuple_CheckExact(r))
+            out = Py_NewRef(items);
+        else                            /* a named tuple (np.linalg's results) */
+            out = PyObject_CallObject((PyObject *)Py_TYPE(r), items);
+        Py_DECREF(items);
+        Py_DECREF(r);
+        return out;
+    }
+    if (PyArray_Check(r)) {             /* an ndarray subclass: not for the NumPy tier */
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;                           /* a scalar (NumPy's or Python's), None, ... */
+}
+
+/* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
+static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
+                            PyObject *kwnames) {
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (n + nkw > 16)
+        return NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "out") == 0 &&
+            args[n + k] != Py_None)
+            return NULL;
+    Found fd;
+    fd.n = 0;
+    PyObject *hv[16];
+    Py_ssize_t m = 0;
+    PyObject *r = NULL;
+    for (; m < n + nkw; m++)
+        if ((hv[m] = eager_arg(args[m], lim, &fd, 1)) == NULL)
+            goto done;
+    if (fd.n == 0)
+        goto done;
+    r = PyObject_Vectorcall(ref, hv, n, kwnames);
+    if (r == NULL)
+        numpy_error();
+    else if ((r = eager_out(r, &fd)) != NULL)
+        n_eager++;
+done:
+    for (Py_ssize_t k = 0; k < m; k++)
+        Py_DECREF(hv[k]);
+    return r;
 }
 
 static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
@@ -1414,6 +1601,11 @@ static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t narg
                 return r;
         }
     }
+    if (f->kind == F_FUNC && enabled && plain_now()) {
+        PyObject *r = eager_func(f->name, args, n, kwnames);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
     return PyObject_Vectorcall(f->func, args, nargsf, kwnames);
 }
 
@@ -1439,6 +1631,7 @@ static int fast_traverse(Fast *f, visitproc visit, void *arg) {
 }
 
 static int fast_clear(Fast *f) {
+    Py_CLEAR(f->ref);
     Py_CLEAR(f->name);
     Py_CLEAR(f->func);
     Py_CLEAR(f->dict);

@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from . import dtypes as D
-from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out
+from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out, twin_namespace
 from .frontend.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 from .frontend.linalg import _intrinsic, _port, _wrap
 
@@ -156,3 +156,4 @@ def rfftfreq(n, d=1.0, device=None):
 for _n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n
+twin_namespace(globals(), __all__, np.fft)      # the NumPy tier (frontend/array.py)

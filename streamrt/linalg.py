@@ -16,6 +16,7 @@ import numpy as np
 
 from . import dtypes as D
 from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, finish_out, record_map,
+                             twin_namespace,
                              record_reduce)
 from .frontend.array import reshape as _reshape
 from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
@@ -472,3 +473,4 @@ for _n in ("solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "eigh", "
            "svd", "slogdet", "pinv", "matrix_power", "multi_dot", "matrix_rank"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n
+twin_namespace(globals(), __all__, np.linalg)      # the NumPy tier (frontend/array.py)

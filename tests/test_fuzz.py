@@ -125,8 +125,9 @@ def _out_step(data, pool):
     op = ops.OPS[name]
     args = [_pick(data, pool, name not in CONTINUOUS) for _ in range(op.arity)]
     target = _pick(data, pool, False)
-    if any(a is None for a in args) or not target.np.flags.writeable:
-        return None
+    if any(a is None for a in args) or not target.np.flags.writeable or \
+            not isinstance(target.ps, ps.Array):
+        return None         # (on the NumPy tier a 0-d result is a NumPy scalar, as in NumPy)
     try:
         shape = np.broadcast_shapes(*[a.np.shape for a in args])
         if np.broadcast_shapes(shape, target.np.shape) != target.np.shape:
@@ -162,6 +163,8 @@ def _read_step(data, pool):
     through it must fail, not change earlier work); ``np.array`` gives a writable copy whose
     writes change nothing."""
     n = _pick(data, pool, False)
+    if not isinstance(n.ps, ps.Array):
+        return None         # (a NumPy scalar: the NumPy tier's 0-d result, as in NumPy)
     v = np.asarray(n.ps)
     assert not v.flags.writeable
     if v.size:

@@ -2,6 +2,7 @@
 Validation happens here, at record time, and errors name the user's file and line."""
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -127,6 +128,13 @@ def const_port(data, site=None, dtype=None):
     p = Port("const", "const", arr.dtype, arr.shape, value=arr, site=site)
     stats.add("bytes_allocated", arr.nbytes)
     return p
+
+
+def scalar_const(p, site):
+    """Scalar port ``p`` as a 0-d constant: a NumPy scalar keeps its dtype (it is strong),
+    a Python number takes NumPy's default for its kind."""
+    strong = p.params[0] == "strong"
+    return const_port(np.asarray(p.scalar, dtype=p.dtype if strong else None), site)
 
 
 def _scalar_port(v, site):
@@ -286,7 +294,7 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     site = site or callsite()
     p = operand(x, site)
     if p.kind == "scalar":
-        p = const_port(np.asarray(p.scalar), site)
+        p = scalar_const(p, site)
         key = None
     else:
         # a combination validated before (a read in a loop: float(ps.max(u))): its result
@@ -849,6 +857,9 @@ class Array:
 
     @property
     def T(self):
+        v = host(self)
+        if v is not None and _tiers.eager_now():
+            return _host_view(self, v.T)
         return transpose(self, None, site=callsite())
 
     @property
@@ -1081,6 +1092,132 @@ def host(a):
     return v if v is not None else _tiers.concrete(a._p)
 
 
+def _eager_arg(v, lim, found):
+    """``v`` as a NumPy-tier call passes it (an Array's host ndarray; a list or tuple of them,
+    one level), or NotImplemented when an Array is not computed or too large."""
+    if type(v) is Array:
+        h = host(v)
+        if h is None or h.size >= lim:
+            return NotImplemented
+        found.append((h, v))
+        return h
+    if type(v) is list or type(v) is tuple:
+        if not any(type(e) is Array for e in v):
+            return v
+        out = [_eager_arg(e, lim, found) for e in v]
+        if any(e is NotImplemented for e in out):
+            return NotImplemented
+        return type(v)(out)
+    return v
+
+
+def _root(a):
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
+
+
+def _eager_out(r, found):
+    """A NumPy-tier call's answer: an ndarray becomes a NumPy-tier Array -- a view of the
+    Array it shares a buffer with (NumPy's reshape, transpose, ...), else a buffer of its own
+    -- or NotImplemented when its dtype is not one streamrt has; scalars stay NumPy scalars,
+    tuples and lists are converted element by element."""
+    t = type(r)
+    if t is np.ndarray:
+        if r.dtype not in D.SUPPORTED_SET:
+            return NotImplemented
+        if r.base is not None:
+            root = _root(r)
+            for h, a in found:
+                if _root(h) is root:
+                    b = a._b if a._p is None else a._p.base_view()[0]
+                    if b is None:
+                        b = a._port.base_view()[0]
+                    return eager_array(r, b)
+        return eager_array(own_buffer(r))
+    if t is tuple or t is list:
+        out = [_eager_out(e, found) for e in r]
+        if any(e is NotImplemented for e in out):
+            return NotImplemented
+        return t(out) if t is list else (r.__class__(*out) if hasattr(r, "_fields") else
+                                         tuple(out))
+    return r
+
+
+def eager_function(ref, args, kwargs):
+    """``ref(*args, **kwargs)`` on the NumPy tier (NumPy's own function over the host arrays
+    of computed Arrays), or NotImplemented: an Array not computed or too large, an ``out=``,
+    no Array at all, or an error NumPy raised (the streamrt function then raises its own)."""
+    if not _tiers.eager_now() or kwargs.get("out") is not None:
+        return NotImplemented
+    lim = settings.eager_elements
+    found = []
+    hargs = [_eager_arg(a, lim, found) for a in args]
+    hkw = {k: _eager_arg(v, lim, found) for k, v in kwargs.items()} if kwargs else {}
+    if not found or any(a is NotImplemented for a in hargs) or \
+            any(v is NotImplemented for v in hkw.values()):
+        return NotImplemented
+    try:
+        r = ref(*hargs, **hkw)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return NotImplemented
+    r = _eager_out(r, found)
+    if r is not NotImplemented:
+        _tiers.note_eager()
+    return r
+
+
+def numpy_twin(f, ref):
+    """``f`` (a namespace function) that runs NumPy's ``ref`` on the NumPy tier when its
+    Array arguments are computed and small (the C path's Fast when built; a Python wrapper
+    otherwise); ``f`` itself where NumPy has no such function."""
+    if ref is None:
+        return f
+    from . import native
+    twin = native.numpy_twin(f, ref)
+    if twin is not None:
+        return twin
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        r = eager_function(ref, args, kwargs)
+        return r if r is not NotImplemented else f(*args, **kwargs)
+    return g
+
+
+def twin_of(ns, name):
+    """The NumPy function a streamrt namespace function ``name`` stands for on the NumPy
+    tier: a ufunc, or the implementation behind a NumPy function's dispatch; None."""
+    f = getattr(ns, name, None)
+    if isinstance(f, np.ufunc):
+        return f
+    return getattr(f, "_implementation", None)
+
+
+def twin_namespace(g, names, ns):
+    """Each function ``g[name]`` (a module's namespace) becomes its NumPy twin (numpy_twin
+    with ``ns``'s function of that name), in ``g`` and in HANDLED_FUNCTIONS."""
+    made = {}                       # (aliases -- true_divide, divide -- share one twin)
+    for name in names:
+        f = g.get(name)
+        if not callable(f) or isinstance(f, type) or type(f).__name__ in ("MapFunc", "Fast"):
+            continue
+        t = made.get(id(f))
+        if t is None:
+            t = made[id(f)] = numpy_twin(f, twin_of(ns, name))
+        g[name] = t
+        if HANDLED_FUNCTIONS.get(name) is f:
+            HANDLED_FUNCTIONS[name] = t
+
+
+def _host_view(a, r):
+    """A NumPy-tier view ``r`` of computed Array ``a``'s buffer, as an Array."""
+    b = a._b if a._p is None else a._p.base_view()[0]
+    if b is None:
+        b = a._port.base_view()[0]
+    return eager_array(r, b)
+
+
 def own_buffer(r):
     """NumPy's answer as a NumPy-tier buffer: C-ordered, not a view of an input."""
     if type(r) is not np.ndarray:
@@ -1091,6 +1228,10 @@ def own_buffer(r):
 
 
 Array._wrap = staticmethod(_wrap)
+# the NumPy tier: the methods run ndarray's own over a computed small array (numpy_twin)
+for _m in ("sum", "prod", "mean", "max", "min", "any", "all", "argmax", "argmin", "var", "std",
+           "clip", "dot", "reshape", "transpose", "ravel", "flatten", "copy", "astype"):
+    setattr(Array, _m, numpy_twin(Array.__dict__[_m], getattr(np.ndarray, _m)))
 _IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
 
 
@@ -1253,7 +1394,7 @@ def reshape(x, shape, site=None, order="C"):
         raise record_error(ShapeError, f"cannot reshape array of size {p.size} into shape "
                            f"{shape}", site)
     if p.kind == "scalar":
-        p = const_port(np.asarray(p.scalar), site)
+        p = scalar_const(p, site)
     base, off, st = p.base_view()
     if p.kind == "view" and tuple(st) != c_strides(p.shape):
         c = astype(_wrap(p), p.dtype, site=site)
@@ -1282,7 +1423,7 @@ def broadcast_to(x, shape, site=None):
     site = site or callsite()
     p = operand(x, site)
     if p.kind == "scalar":
-        p = const_port(np.asarray(p.scalar), site)
+        p = scalar_const(p, site)
     shape = tuple(shape)
     try:
         if tuple(np.broadcast_shapes(p.shape, shape)) != shape:

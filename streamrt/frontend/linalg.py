@@ -13,6 +13,7 @@ from .. import dtypes as D
 from ..ops import reduction_dtypes
 from ..scheduler.workqueue import Port
 from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, finish_out,
+                    numpy_twin, twin_namespace,
                     normalize_axes, operand, record_map, record_reduce, reshape)
 from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 
@@ -463,13 +464,19 @@ Array.sort = _m_sort
 Array.argsort = argsort           # the functions take the array first: they are the methods
 Array.cumsum = cumsum
 Array.cumprod = cumprod
-Array.__matmul__ = lambda self, other: _matmul(self, other, callsite())
-Array.__rmatmul__ = lambda self, other: _matmul(other, self, callsite())
+def _rmatmul_np(a, b):
+    return np.matmul(b, a)
+
+
+Array.__matmul__ = numpy_twin(lambda self, other: _matmul(self, other, callsite()), np.matmul)
+Array.__rmatmul__ = numpy_twin(lambda self, other: _matmul(other, self, callsite()),
+                               _rmatmul_np)
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "sort", "argsort",
            "cumsum", "cumprod", "convolve", "correlate", "vecdot", "trace", "matrix_transpose"]
 for _n in __all__:
     HANDLED_FUNCTIONS[_n] = globals()[_n]
+twin_namespace(globals(), __all__, np)      # the NumPy tier (array.py)
 
 
 # ---- complex parts as attributes and methods ----------------------------------------------

@@ -294,18 +294,19 @@ class Macro:
     # ---- first call: run the body and keep the section ------------------------------------
     def _record(self, key, inputs, args, kwargs, q, executor, site):
         cscheduler.flush(q, reason="macro-begin")
-        q.recording = rec = _Recording(self.name, [a._port.id for a in inputs])
+        rec = _Recording(self.name, [a._port.id for a in inputs])
+        q.set_recording(rec)
         rec.stack.append(self)
         try:
             self.calls += 1
             out = self.fn(*args, **kwargs)
         except BaseException:
-            q.recording = None
+            q.set_recording(None)
             q.take_trace()          # the section's partial work is dropped with the error
             raise
         finally:
             rec.stack.pop()
-        q.recording = None
+        q.set_recording(None)
         leaves = []
         struct = _flatten(out, leaves)
         entries, kparts, kports = q.take_trace()
@@ -412,12 +413,12 @@ def macro_section(name, inputs=(), controls=()):
     ckey = _control_key(tuple(controls) if isinstance(controls, (list, tuple)) else controls,
                         site, name)
     cscheduler.flush(q, reason="macro-begin")
-    q.recording = _Recording(name, [a._port.id for a in inputs if isinstance(a, Array)])
+    q.set_recording(_Recording(name, [a._port.id for a in inputs if isinstance(a, Array)]))
     try:
         yield
     except BaseException:
-        q.recording = None
+        q.set_recording(None)
         q.take_trace()
         raise
-    q.recording = None
+    q.set_recording(None)
     cscheduler.flush(q, reason="macro-end", macro_key=(name, sig, ckey), force=True)

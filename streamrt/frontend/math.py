@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as D
 from ..ops import OPS, REDUCTIONS
 from ..ops import reduction_dtypes
-from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, astype as _astype, broadcast_to as _broadcast_to,
+from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, twin_namespace, astype as _astype, broadcast_to as _broadcast_to,
                     _NoValue, _as_array, _const, _mask, canonical_dtype, finish_out,
                     normalize_axes, operand, record_map, record_reduce, record_unary,
                     reduce_kw, reshape as _reshape, transpose as _transpose)
@@ -308,6 +308,8 @@ for _name in __all__:
     if hasattr(np, _name):
         HANDLED_FUNCTIONS[_name] = _g[_name]
 HANDLED_FUNCTIONS["max"] = _g["max"]
+# the NumPy tier: each function runs NumPy's own over computed small arrays (array.py)
+twin_namespace(_g, __all__, np)
 for _name, _op in OPS.items():
     if _op.ufunc is not None and _name in _g:
         HANDLED_UFUNCS[_name] = _g[_name]

@@ -108,6 +108,14 @@ def eager_count(reset=False) -> int:
     return _native.eager_count(reset) if _native is not None and _installed else 0
 
 
+def numpy_twin(f, ref):
+    """``f`` as a C Fast object that runs NumPy's ``ref`` on the NumPy tier
+    (array.numpy_twin); None when the C path is not built or off."""
+    if _native is None or not _on:
+        return None
+    return functools.update_wrapper(_native.Fast(4, ref, f), f)
+
+
 def map_function(name, f):
     """``f`` (a one-operand function of frontend/math.py) as a C MapFunc when the C path is
     built and on; ``f`` itself otherwise."""

@@ -16,7 +16,9 @@ import numpy as np
 
 from .. import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
-                    const_port, finish_out, normalize_axes, operand, record_map, reshape, transpose)
+                    twin_namespace,
+                    const_port, finish_out, normalize_axes, operand, record_map, reshape,
+                    scalar_const, transpose)
 from .errors import (ArgumentError, ShapeError, callsite, not_lazy, record_error)
 from ..scheduler.workqueue import scratch_port
 from . import pieces as _pieces
@@ -35,7 +37,7 @@ def _arr(x, site):
         return x
     p = operand(x, site)
     if p.kind == "scalar":
-        p = const_port(np.asarray(p.scalar), site)
+        p = scalar_const(p, site)
     return Array._wrap(p)
 
 
@@ -615,6 +617,7 @@ def ar_dt(v):
 for _n in __all__:
     if hasattr(np, _n):
         HANDLED_FUNCTIONS[_n] = globals()[_n]
+twin_namespace(globals(), __all__, np)      # the NumPy tier (array.py)
 
 
 # ---- NumPy's ndarray methods for the functions above ---------------------------------------------

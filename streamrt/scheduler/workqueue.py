@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from .. import stats
+from .. import config, stats
 from ..caches import keys
 
 _ids = itertools.count(1)
@@ -200,6 +200,13 @@ class WorkQueue:
         if on_record is not None:
             on_record(port)
         return self.pending_computes
+
+    def set_recording(self, rec):
+        """A macro recording starts (``rec``) or ends (None) on this queue: the NumPy tier is
+        off while it records (the C path's cached state is dropped: config.listeners)."""
+        self.recording = rec
+        for f in config.listeners:
+            f()
 
     def hint(self, what, site):
         with self.lock:
