@@ -1321,15 +1321,43 @@ static int basic_item(PyObject *k) {
            PyArray_IsScalar(k, Integer);
 }
 
-static int basic_key(PyObject *key) {
-    if (basic_item(key))
-        return 1;
+/* an index item as NumPy takes it on the NumPy tier (new ref): a basic item, an index
+ * array (a computed Array's host ndarray, a NumPy array, a list); NULL without an error ->
+ * the Python path. ``*basic`` is cleared for an index array (the result is a copy). */
+static PyObject *eager_item(PyObject *k, Py_ssize_t lim, int *basic) {
+    if (basic_item(k))
+        return Py_NewRef(k);
+    if (Py_TYPE(k) == ArrayType) {
+        PyObject *h = host_of(k);
+        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim)
+            return NULL;
+        *basic = 0;
+        return Py_NewRef(h);
+    }
+    if (PyArray_CheckExact(k) || PyList_CheckExact(k) || PyBool_Check(k)) {
+        *basic = 0;
+        return Py_NewRef(k);
+    }
+    return NULL;
+}
+
+static PyObject *eager_key(PyObject *key, Py_ssize_t lim, int *basic) {
+    *basic = 1;
     if (!PyTuple_CheckExact(key))
-        return 0;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); k++)
-        if (!basic_item(PyTuple_GET_ITEM(key, k)))
-            return 0;
-    return 1;
+        return eager_item(key, lim, basic);
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *e = eager_item(PyTuple_GET_ITEM(key, k), lim, basic);
+        if (e == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, e);
+    }
+    return out;
 }
 
 
@@ -1338,11 +1366,25 @@ static int basic_key(PyObject *key) {
  * error -> the Python path */
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
-    if (pv == NULL || !basic_key(key))
+    if (pv == NULL)
         return NULL;
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
+    int basic;
+    PyObject *hkey = eager_key(key, lim, &basic);
+    if (hkey == NULL)
+        return NULL;
+    if (!basic) {                       /* an index array: NumPy's gather, a copy */
+        PyObject *r = PyObject_GetItem(pv, hkey);
+        Py_DECREF(hkey);
+        if (r == NULL) {
+            numpy_error();
+            return NULL;
+        }
+        return PyArray_CheckExact(r) || PyArray_IsScalar(r, Generic) ? eager_result(r) : r;
+    }
+    Py_DECREF(hkey);
     PyObject *base = host_base(self);
     if (base == NULL) {                 /* a buffer of its own: the base of its views */
         if (port_of(self) == NULL)
@@ -1374,7 +1416,7 @@ static inline PyObject *writable_host(PyObject *self) {
 
 static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
     PyObject *pv = writable_host(self);
-    if (pv == NULL || !basic_key(key))
+    if (pv == NULL)
         return 0;
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
@@ -1382,7 +1424,13 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
     PyObject *vv = eager_operand(value, lim);
     if (vv == NULL)
         return 0;
-    if (PyObject_SetItem(pv, key, vv) < 0)
+    int basic;
+    PyObject *hkey = eager_key(key, lim, &basic);
+    if (hkey == NULL)
+        return 0;
+    int rc = PyObject_SetItem(pv, hkey, vv);
+    Py_DECREF(hkey);
+    if (rc < 0)
         return numpy_error();
     n_eager++;
     return 1;

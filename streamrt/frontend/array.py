@@ -495,11 +495,28 @@ def _basic_item(k):
             isinstance(k, np.integer))
 
 
-def _basic_key(key):
-    """An index NumPy treats as basic (a view or an element, never a copy)."""
-    if type(key) is tuple:
-        return all(_basic_item(k) for k in key)
-    return _basic_item(key)
+def _eager_key(key):
+    """(the key as NumPy takes it on the NumPy tier -- index Arrays as their host arrays --,
+    whether it is basic: a view or an element, never a copy), or None: an index Array not
+    computed or too large."""
+    basic = True
+    items = key if type(key) is tuple else (key,)
+    out = []
+    lim = settings.eager_elements
+    for k in items:
+        if _basic_item(k):
+            out.append(k)
+            continue
+        if type(k) is Array:
+            h = host(k)
+            if h is None or h.size >= lim:
+                return None
+            k = h
+        elif not (type(k) is np.ndarray or type(k) is list or type(k) is bool):
+            return None
+        basic = False
+        out.append(k)
+    return (tuple(out) if type(key) is tuple else out[0]), basic
 
 
 def _static_key(key):
@@ -814,16 +831,19 @@ class Array:
     # ---- views and shape ------------------------------------------------------------------
     def __getitem__(self, key):
         v = host(self)
-        if v is not None and _basic_key(key) and _tiers.eager_now():
+        hk = _eager_key(key) if v is not None and _tiers.eager_now() else None
+        if hk is not None:
             # the NumPy tier: NumPy's own indexing -- an element is a NumPy scalar, as NumPy
-            # gives; a view stays a view of the base's buffer
+            # gives; a view stays a view of the base's buffer; an index array gives a copy
             try:
-                r = v[key]
+                r = v[hk[0]]
             except (IndexError, TypeError, ValueError):
                 r = None                # (the checks below raise streamrt's error)
             if r is not None:
                 if type(r) is not np.ndarray:
                     return r
+                if not hk[1]:
+                    return eager_array(own_buffer(r))
                 b = self._b
                 if b is None:
                     b = self._port.base_view()[0]
