@@ -41,6 +41,20 @@ FLAGS = {
                            "and whose inputs and result have fewer elements than this runs at "
                            "once through NumPy instead of being recorded for fusion (0: record "
                            "every op)"),
+    "jit": Flag("STREAMRT_JIT", "background", str,
+                "When kernels compile: background (a kernel runs through NumPy until the cost "
+                "model says compiling it pays, then a worker process compiles it and its next "
+                "launch loads it) | sync (on first launch, on the launching thread) | off "
+                "(never: every kernel runs through NumPy)"),
+    "jit_margin": Flag("STREAMRT_JIT_MARGIN", 2.0, float,
+                       "Compile a kernel once the time it would have saved so far is this many "
+                       "times what switching costs (loading Numba the first time, loading the "
+                       "kernel); 0: at its first run"),
+    "jit_runs": Flag("STREAMRT_JIT_RUNS", 1 << 30, int,
+                     "... or once it has run this many times interpreted"),
+    "progress": Flag("STREAMRT_PROGRESS", "auto", str,
+                     "A status line on stderr while kernels compile in the background for "
+                     "more than half a second: auto (when stderr is a terminal) | on | off"),
     "cold_interpret": Flag("STREAMRT_COLD_INTERPRET", True, _bool,
                            "backend=auto: until the CPU executor (Numba) is loaded, a trace "
                            "seen for the first time whose arrays are all under "

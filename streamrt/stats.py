@@ -14,7 +14,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "fallback_to_reference", "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses",
         "macro_cache_hits", "macro_cache_misses", "program_cache_memory_hits",
         "program_cache_disk_hits",
-        "compile_seconds", "inline_sequences", "direct_replays", "reference_mismatches",
+        "compile_seconds", "kernels_interpreted", "compiles_requested", "compile_failures", "inline_sequences", "direct_replays", "reference_mismatches",
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
         # placement (scheduler/placement.py) and device memory (executors/device.py)
         "placements_cpu", "placements_interpreted", "placements_opencl", "placements_cuda", "placement_explorations",
@@ -63,6 +63,8 @@ def runtime_stats() -> dict:
         d["ops_recorded_native"] = native.count()
         from .scheduler import tiers           # (ops run on the NumPy tier: Python + C)
         d["ops_eager"] = tiers.counts() + native.eager_count()
+        from .backends.numba_cpu import jit
+        d["compiles_in_flight"] = jit.in_flight()
         for o in list(_runs):
             if o.runs:
                 for k, n in o.counts:

@@ -27,6 +27,9 @@ os.environ["STREAMRT_COLD_INTERPRET"] = "0"
 # tests use unrecorded: the tests of recording, fusion and caches assert what the compiled
 # path does; tests/test_tiers.py and the fuzzer run the NumPy tier and the switch points
 os.environ["STREAMRT_EAGER_ELEMENTS"] = "0"
+# ... and kernels compile on their first launch, on the launching thread, as the tests of the
+# compiled path assert; tests/test_jit.py runs the background compiles
+os.environ["STREAMRT_JIT"] = "sync"
 
 import hypothesis.configuration
 import pytest

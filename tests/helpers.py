@@ -118,5 +118,6 @@ def child_env(cache_dir, **settings):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
     env["STREAMRT_CACHE_DIR"] = str(cache_dir)
     env["STREAMRT_EAGER_ELEMENTS"] = "0"         # (as in this process: conftest.py)
+    env["STREAMRT_JIT"] = "sync"
     env.update(settings)
     return env

@@ -83,6 +83,88 @@ def _load(name, path):
     return mod
 
 
+def cache_root() -> str:
+    return config.cache_dir()
+
+
+_keys: dict = {}       # source -> program key (a hash of the source and the versions)
+
+
+def _key_of(source, device="cpu"):
+    k = _keys.get(source)
+    if k is None:
+        if len(_keys) > 4 * _mem.maxsize:
+            _keys.clear()
+        k = _keys[source] = keys.program_key("numba", device, source)
+    return k
+
+
+def _path(key):
+    return os.path.join(config.cache_dir(), "numba", f"k_{key}.py")
+
+
+def _write_module(key, source, fn):
+    """The module file of ``source`` on disk (written, or checked and rewritten when it is not
+    the text it should be); its path. (No import: Numba is not loaded here.)"""
+    folder = os.path.join(config.cache_dir(), "numba")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"k_{key}.py")
+    text = module_text(source, fn)
+    try:
+        with open(path) as f:
+            fresh = f.read() != text
+    except OSError:
+        fresh = True
+    except UnicodeDecodeError:
+        fresh = True
+    if fresh:
+        if os.path.exists(path):       # truncated or corrupt: never trusted
+            _discard(path)
+            _counters["rebuilt"] += 1
+        _write_atomic(path, text)
+        _counters["new_modules"] += 1
+    else:
+        _counters["disk_modules"] += 1
+    return path
+
+
+def module_file(source: str, fn: str):
+    """(path, module name) of the module file of generated ``source`` (jit.py's compile
+    worker builds it there)."""
+    key = _key_of(source)
+    with _lock:
+        return _write_module(key, source, fn), f"streamrt_k_{key}"
+
+
+def _marker(source, what):
+    return _path(_key_of(source))[:-3] + f".{what}"
+
+
+def compiled_on_disk(source: str, serial: bool) -> bool:
+    """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
+    earlier process): its first call then loads it."""
+    return os.path.exists(_marker(source, "serial" if serial else "parallel"))
+
+
+def mark_compiled(source: str, serial: bool):
+    try:
+        _write_atomic(_marker(source, "serial" if serial else "parallel"), "")
+    except OSError:
+        pass
+
+
+def failed_marker(source: str) -> bool:
+    return os.path.exists(_marker(source, "failed"))
+
+
+def mark_failed(source: str, error: str):
+    """Remember that ``source`` does not compile (the next process interprets it at once)."""
+    try:
+        _write_atomic(_marker(source, "failed"), str(error or ""))
+    except OSError:
+        pass
+
+
 def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
     """The Kernels for generated ``source`` (compiled lazily, on first call)."""
     k = _by_source.get(source)
@@ -97,25 +179,8 @@ def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
             stats.add("program_cache_memory_hits")
             _by_source[source] = k
             return k
-        folder = os.path.join(config.cache_dir(), "numba")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"k_{key}.py")
+        path = _write_module(key, source, fn)
         text = module_text(source, fn)
-        try:
-            with open(path) as f:
-                fresh = f.read() != text
-        except OSError:
-            fresh = True
-        except UnicodeDecodeError:
-            fresh = True
-        if fresh:
-            if os.path.exists(path):       # truncated or corrupt: never trusted
-                _discard(path)
-                _counters["rebuilt"] += 1
-            _write_atomic(path, text)
-            _counters["new_modules"] += 1
-        else:
-            _counters["disk_modules"] += 1
         if config.settings.debug >= 4:
             print(f"[streamrt] kernel k_{key}:\n{source}", file=sys.stderr)
         name = f"streamrt_k_{key}"
@@ -157,6 +222,11 @@ def call(k: Kernels, serial: bool, args):
         with _slp():
             d(*args)
     dt = time.perf_counter() - t0
+    if not os.path.exists(k.path[:-3] + (".serial" if serial else ".parallel")):
+        try:                             # (jit.py: this variant is in the disk cache)
+            _write_atomic(k.path[:-3] + (".serial" if serial else ".parallel"), "")
+        except OSError:
+            pass
     k.called.add(serial)
     if config.settings.gc_freeze:
         _freeze()

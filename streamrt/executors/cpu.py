@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 
 import numpy as np
 
 from .. import stats
 from ..caches import program_cache
 from ..config import settings
+from ..backends.numba_cpu import jit
 from .base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
 
 _layer_lock = threading.Lock()
@@ -120,15 +122,25 @@ class CPUExecutor(Executor):
 
     def __init__(self):
         super().__init__()
-        _setup_numba()
         _tune_host_heap()
         self._scratch = {}      # (partials spec, K * C, R0) -> scratch arguments (reused)
 
     def compile(self, prog):
+        _setup_numba()
         return program_cache.numba_kernels(prog.source, prog.fn)
 
     def launch(self, prog):
         if prog.kind == "kernel":
+            serial = prog.kernel.elements <= settings.serial_elements
+            m = jit.mode()
+            if m == "off" or (m == "background" and not jit.ready(prog, serial)):
+                # the kernel is not compiled (yet): its ops run through NumPy, and the cost
+                # model may send it to the compile worker (backends/numba_cpu/jit.py)
+                t0 = time.perf_counter()
+                self._interpret(prog)
+                jit.interpreted(prog, serial, time.perf_counter() - t0,
+                                lambda: self.describe(prog))
+                return
             try:
                 d = self.compile(prog)
                 self._run_kernel(prog, d)
@@ -143,6 +155,56 @@ class CPUExecutor(Executor):
             for p in prog.ops:
                 p.value[...] = run_refop(p, ref_value)
             stats.add("intrinsics_launched")
+
+    def _interpret(self, prog):
+        """Each op of the kernel through NumPy, in order (its reference definition), into the
+        buffers the kernel would have written; a value the kernel keeps in registers is a
+        temporary, dropped after its last use (as NumPy drops an expression's temporaries:
+        keeping them all made a 62-op kernel over 8 MB arrays fault 500 MB of new pages)."""
+        ops = prog.ops
+        outs = {p.id for p in prog.outputs}
+        mine = {p.id for p in ops}
+        last = {}
+        for n, p in enumerate(ops):
+            for i in p.inputs:
+                last[i.id] = n
+        for n, p in enumerate(ops):
+            r = run_refop(p, ref_value)
+            if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
+                    r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
+                        i.kind != "scalar" and np.may_share_memory(r, i.host_value())
+                        for i in p.inputs):
+                p.value = r
+            else:
+                if p.value is None:
+                    p.value = self.alloc(p.shape, p.dtype)
+                p.value[...] = r
+            for i in p.inputs:
+                if last.get(i.id) == n and i.id not in outs and i.id in mine:
+                    i.value = None
+
+    def describe(self, prog):
+        """The kernel's argument types as _run_kernel passes them (jit.py's compile worker
+        compiles for exactly these): ("A", dtype, ndim, writable) or ("S", Python type)."""
+        k = prog.kernel
+
+        def arr(dt, nd=1):
+            return ("A", np.dtype(dt).str, nd, True)
+        d = [arr(np.int64)]
+        for a in k.loads:
+            p = a.port
+            d.append(arr((p.inputs[0] if p.kind == "view" else p).dtype))
+        for a in k.stores:
+            d.append(arr(a.port.dtype))
+        for s in k.scalars:
+            d.append(("S", type(kernel_scalar(s)).__name__))
+        if k.is_reduction:
+            for r in k.reductions:
+                d.append(arr(r.dtype))
+            for s in prog.partials:
+                d.append(arr(s[1], 2) if isinstance(s, tuple) else arr(s))
+            d.append(("S", "int"))
+        return tuple(d)
 
     def _run_scan(self, prog):
         from ..proggen import scan

@@ -17,6 +17,7 @@ import functools
 
 import numpy as np
 
+from ..backends.numba_cpu import jit
 from .. import stats
 from ..caches import keys, macro_cache
 from ..config import settings
@@ -375,7 +376,7 @@ class Macro:
         stats.add("ops_recorded", sec.nnew)
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
-        if sec.direct is None:
+        if sec.direct is None and jit.all_ready(seq):
             from ..executors import direct
             sec.direct = (settings.direct_replay and direct.plan(
                 sec, seq, ports, executor, Array._wrap, _unflatten)) or False

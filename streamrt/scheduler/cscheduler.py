@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 from .. import proggen, stats
+from ..backends.numba_cpu import jit
 from ..caches import keys, macro_cache, trace_cache
 from ..proggen import sequence
 from ..proggen.kernel import is_update
@@ -58,7 +59,7 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
             if prof is not None:
                 prof.cache(cache.stat[:5], True, _first_site(entries))
             seq = sequence.instantiate(t, kports)
-            if plan is None and direct_ok:
+            if plan is None and direct_ok and jit.all_ready(seq):
                 from ..executors import direct
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True

@@ -52,11 +52,9 @@ _devices = None
 
 def _default_estimate(name, dev=None):
     if name == "cpu":
-        try:
-            import numba
-            threads = numba.get_num_threads()
-        except Exception:  # noqa: BLE001
-            threads = 1
+        import os
+        threads = sys.modules["numba"].get_num_threads() if "numba" in sys.modules else \
+            int(os.environ.get("NUMBA_NUM_THREADS") or os.cpu_count() or 1)
         return Estimate(2e-5, 3e8 * threads, float("inf"))
     units = max(1, int((dev or {}).get("compute_units", 1)))
     if name == "cuda" or (dev or {}).get("type") == "gpu":
@@ -66,18 +64,63 @@ def _default_estimate(name, dev=None):
     return Estimate(2e-4, 1.5e8 * units, 5e9)
 
 
-def _available():
-    """[(name, device info)] of the device backends that work here (discovered once)."""
-    global _devices
-    if _devices is None:
-        from ..executors.devices import devices
-        found = []
-        for d in devices():
-            if d["backend"] in ("opencl", "cuda") and d["available"] and \
-                    all(f[0] != d["backend"] for f in found):
-                found.append((d["backend"], d))
-        _devices = found
+_discovery = None
+
+
+def discover_now():
+    """Discover the devices on this thread, now (tests; ps.devices() does it anyway)."""
+    _discover()
     return _devices
+
+
+def _discover(in_process=True):
+    global _devices
+    if in_process:
+        from ..executors.devices import devices
+        ds = devices()
+    else:
+        ds = _devices_of_a_child()
+    found = []
+    for d in ds:
+        if d["backend"] in ("opencl", "cuda") and d["available"] and \
+                all(f[0] != d["backend"] for f in found):
+            found.append((d["backend"], d))
+    _devices = found
+
+
+def _devices_of_a_child():
+    """ps.devices() as a child process finds them: importing pyopencl and building a probe
+    kernel take ~1 s of this process's GIL otherwise. [] if the child fails."""
+    import json
+    import os
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                else "")
+    code = ("import json, sys; from streamrt.executors.devices import devices; "
+            "sys.stdout.write(json.dumps(devices()))")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,
+                             timeout=120, check=True).stdout
+        return json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return []
+
+
+def _available():
+    """[(name, device info)] of the device backends that work here. Discovered once, by a
+    child process on a thread of its own (probing an OpenCL device builds a kernel: ~1 s of
+    GIL here); until it is done, no device is offered and the work stays on the CPU."""
+    global _discovery
+    if _devices is not None:
+        return _devices
+    with _lock:
+        if _discovery is None:
+            _discovery = threading.Thread(target=_discover, args=(False,), daemon=True,
+                                          name="streamrt-device-discovery")
+            _discovery.start()
+    return []
 
 
 def estimate(name):
@@ -109,7 +152,7 @@ def measured():
 
 def reset(estimates=True, devices=False):
     """Forget measured times (and replaced estimates; ``devices``: the discovery too)."""
-    global _devices
+    global _devices, _discovery
     with _lock:
         _measured.clear()
         _seen_cold.clear()
@@ -118,6 +161,7 @@ def reset(estimates=True, devices=False):
             _estimates.clear()
         if devices:
             _devices = None
+            _discovery = None
 
 
 # ---- the decision ------------------------------------------------------------------------

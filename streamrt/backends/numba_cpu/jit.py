@@ -1,0 +1,314 @@
+"""The compiled tier of the CPU executor: kernel in, "interpret it" or "run it compiled" out.
+
+A kernel runs *interpreted* -- each of its ops through NumPy, in order -- until the cost model
+says compiling it pays; then the compile worker process (compile_worker.py) builds it into the
+disk program cache, and the kernel's next launch loads it from there. Nothing is compiled on
+the application's threads: Numba's compiler holds the GIL, and a compile on a thread of this
+process slowed the application thread 6.6x (docs/decisions.md).
+
+Cost model, per kernel variant: its interpreted runs so far took ``seconds``; as many runs
+are expected ahead (a loop that ran n times is likely to run about n more), each faster by the
+fused kernel's estimated speed-up; compiling pays when that saving exceeds twice what the
+switch costs this process (loading Numba the first time, loading the kernel). A variant whose
+compile failed stays interpreted, and that is remembered (a marker file beside the module)."""
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+
+from ... import stats
+from ...config import settings
+from ...caches import program_cache
+
+COLD, QUEUED, READY, FAILED = "cold", "queued", "ready", "failed"
+NUMBA_LOAD_S = 0.6       # importing Numba and starting its thread pool, once per process
+KERNEL_LOAD_S = 0.03     # loading one compiled kernel from the disk cache
+MAX_KERNELS = 4096
+
+_lock = threading.Lock()
+_states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
+
+
+class _Variant:
+    __slots__ = ("state", "runs", "seconds", "error")
+
+    def __init__(self):
+        self.state, self.runs, self.seconds, self.error = COLD, 0, 0.0, None
+
+
+def mode() -> str:
+    """STREAMRT_JIT: 'background' (the tiers above), 'sync' (compile on first launch, on the
+    launching thread), 'off' (always interpreted)."""
+    return settings.jit
+
+
+def _variant(source, serial):
+    key = (source, serial)
+    v = _states.get(key)
+    if v is None:
+        v = _states[key] = _Variant()
+        if len(_states) > MAX_KERNELS:
+            _states.popitem(last=False)
+        if program_cache.failed_marker(source):
+            v.state = FAILED
+        elif program_cache.compiled_on_disk(source, serial):
+            v.state = READY              # (a second process: built before, loaded when used)
+    return v
+
+
+def ready(prog, serial) -> bool:
+    """Whether the variant of ``prog``'s kernel runs compiled now."""
+    with _lock:
+        return _variant(prog.source, serial).state == READY
+
+
+def all_ready(seq) -> bool:
+    """Whether every kernel of program sequence ``seq`` runs compiled now (a direct plan,
+    runtime/direct.py, calls the kernels itself: only then may one be built)."""
+    if mode() != "background":
+        return mode() == "sync"
+    lim = settings.serial_elements
+    with _lock:
+        for prog in seq.programs:
+            if prog.kind == "kernel" and \
+                    _variant(prog.source, prog.kernel.elements <= lim).state != READY:
+                return False
+    return True
+
+
+def speedup(prog, serial) -> float:
+    """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
+    memory passes it saves (one per op it fuses, up to 8), and the cores it uses."""
+    n = len(prog.ops)
+    s = float(min(max(n, 1), 8))
+    if not serial:
+        s *= min(2.0, float(os.cpu_count() or 1))
+    return max(s, 1.0)
+
+
+def interpreted(prog, serial, seconds, describe):
+    """One interpreted run of the variant took ``seconds``; ``describe()`` gives its argument
+    types when a compile is requested."""
+    stats.add("kernels_interpreted")
+    with _lock:
+        v = _variant(prog.source, serial)
+        v.runs += 1
+        v.seconds += seconds
+        if v.state != COLD:
+            return
+        s = speedup(prog, serial)
+        cost = KERNEL_LOAD_S + (0.0 if "numba" in sys.modules else NUMBA_LOAD_S)
+        gain = v.seconds * (1.0 - 1.0 / s)
+        if gain < settings.jit_margin * cost and v.runs < settings.jit_runs:
+            return
+        v.state = QUEUED
+    try:
+        path, name = program_cache.module_file(prog.source, prog.fn)
+        desc = describe()
+    except Exception as e:  # noqa: BLE001 - cannot even describe it: stays interpreted
+        _finish(prog.source, serial, False, 0.0, f"{type(e).__name__}: {e}")
+        return
+    fn = prog.fn + ("_serial" if serial else "")
+    _service().submit(prog.source, serial, path, name, fn, desc)
+
+
+def _finish(source, serial, ok, seconds, error):
+    with _lock:
+        v = _states.get((source, serial))
+        if v is None:
+            v = _states[(source, serial)] = _Variant()
+        v.state = READY if ok else FAILED
+        v.error = error
+    if ok:
+        stats.add("kernels_compiled")
+        stats.add("compile_seconds", seconds)
+    else:
+        stats.add("compile_failures")
+        program_cache.mark_failed(source, error)
+        if settings.debug >= 1:
+            print(f"[streamrt] compile failed; the kernel stays interpreted: {error}",
+                  file=sys.stderr)
+
+
+def in_flight() -> int:
+    s = _svc
+    return s.pending_count() if s is not None else 0
+
+
+def wait(timeout=None) -> bool:
+    """Wait until every requested compile has finished (tests, benchmarks); True if none is
+    left."""
+    s = _svc
+    return True if s is None else s.wait(timeout)
+
+
+def reset():
+    """Forget every kernel's state (ps.clear_caches)."""
+    with _lock:
+        _states.clear()
+
+
+# ---- the worker process ----------------------------------------------------------------------
+class _Service:
+    """One compile worker process, fed through its stdin; a reader thread takes its replies
+    (blocked in a read, it holds no GIL). A worker that dies fails what it had, and the next
+    request starts a new one."""
+
+    def __init__(self):
+        self.proc = None
+        self.pending = {}             # request id -> (source, serial, start time)
+        self.ids = 0
+        self.cond = threading.Condition()
+        self.progress = _Progress()
+
+    def _start(self):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
+                                    if env.get("PYTHONPATH") else "")
+        env["STREAMRT_CACHE_DIR"] = program_cache.cache_root()
+        env["STREAMRT_JIT"] = "sync"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamrt.backends.numba_cpu.compile_worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        t = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
+                             name="streamrt-jit-reader")
+        t.start()
+
+    def submit(self, source, serial, path, name, fn, desc):
+        with self.cond:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            self.ids += 1
+            rid = self.ids
+            self.pending[rid] = (source, serial, time.perf_counter())
+            stats.add("compiles_requested")
+            try:
+                pickle.dump((rid, path, name, fn, desc), self.proc.stdin)
+                self.proc.stdin.flush()
+            except OSError as e:
+                self.pending.pop(rid, None)
+                _finish(source, serial, False, 0.0, f"compile worker: {e}")
+                return
+        self.progress.update(self.pending_count())
+
+    def _read(self, proc):
+        out = proc.stdout
+        while True:
+            try:
+                rid, ok, seconds, error = pickle.load(out)
+            except Exception:  # noqa: BLE001 - EOF: the worker exited or died
+                break
+            with self.cond:
+                item = self.pending.pop(rid, None)
+                self.cond.notify_all()
+            if item is not None:
+                _finish(item[0], item[1], ok, seconds, error)
+            self.progress.update(self.pending_count())
+        with self.cond:
+            lost = list(self.pending.values())
+            self.pending.clear()
+            if self.proc is proc:
+                self.proc = None
+            self.cond.notify_all()
+        for source, serial, _ in lost:
+            _finish(source, serial, False, 0.0, "the compile worker exited")
+        self.progress.update(0)
+
+    def pending_count(self):
+        with self.cond:
+            return len(self.pending)
+
+    def wait(self, timeout=None):
+        with self.cond:
+            return self.cond.wait_for(lambda: not self.pending, timeout)
+
+    def close(self):
+        p = self.proc
+        if p is not None:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.progress.update(0)
+
+
+_svc = None
+_svc_lock = threading.Lock()
+
+
+def _service():
+    global _svc
+    with _svc_lock:
+        if _svc is None:
+            _svc = _Service()
+            atexit.register(_svc.close)
+        return _svc
+
+
+# ---- progress on stderr --------------------------------------------------------------------
+class _Progress:
+    """A status line on stderr while compiles are in flight for more than half a second
+    (STREAMRT_PROGRESS: auto -- only when stderr is a terminal --, on, off)."""
+
+    DELAY_S = 0.5
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.status = None
+        self.timer = None
+        self.since = None
+
+    def _wanted(self):
+        p = settings.progress
+        if p == "off":
+            return False
+        if p == "on":
+            return True
+        try:
+            return sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def update(self, n):
+        with self.lock:
+            if n and self.since is None:
+                self.since = time.perf_counter()
+                if self._wanted():
+                    self.timer = threading.Timer(self.DELAY_S, self._show)
+                    self.timer.daemon = True
+                    self.timer.start()
+            elif n and self.status is not None:
+                self.status.update(self._text(n))
+            elif not n:
+                self.since = None
+                if self.timer is not None:
+                    self.timer.cancel()
+                    self.timer = None
+                if self.status is not None:
+                    self.status.stop()
+                    self.status = None
+
+    def _text(self, n):
+        return (f"streamrt: compiling {n} kernel{'s' if n != 1 else ''} in the background "
+                "(the program runs on NumPy meanwhile)")
+
+    def _show(self):
+        n = in_flight()
+        with self.lock:
+            if not n or self.since is None or self.status is not None:
+                return
+            from rich.console import Console
+            self.status = Console(stderr=True).status(self._text(n))
+            self.status.start()

@@ -1,0 +1,131 @@
+"""The compiled tier: kernels run interpreted until the cost model sends them to the compile
+worker process; nothing compiles on the application's thread; results are the same on both
+sides of the switch; a failed compile is remembered."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from helpers import assert_same, child_env
+
+import streamrt as ps
+from streamrt.backends.numba_cpu import jit
+from streamrt.executors.cpu import CPUExecutor
+
+N = 1 << 18          # large enough to be recorded (not the NumPy tier), small enough to be quick
+
+
+def _program(x, y):
+    return ps.sin(x) * 2.0 + ps.sqrt(y) * x - y / 3.0
+
+
+def _expect(a, b):
+    return np.sin(a) * 2.0 + np.sqrt(b) * a - b / 3.0
+
+
+@pytest.fixture
+def background(stats, tmp_path):
+    """Background compiles, process-wide (kernels launch on the scheduler's thread, which a
+    ps.config.override of this thread does not reach), into an empty kernel cache."""
+    from streamrt.config import settings
+    old = settings.cache_dir
+    jit.reset()
+    ps.config.set(jit="background", cache_dir=str(tmp_path))
+    try:
+        yield stats
+    finally:
+        jit.wait(120)
+        ps.config.set(jit="sync", jit_margin=2.0, cache_dir=old)
+        jit.reset()
+
+
+def test_a_cold_kernel_runs_interpreted_and_compiles_nothing_here(background):
+    rng = np.random.default_rng(0)
+    a, b = rng.random(N), rng.random(N)
+    ps.config.set(jit_margin=1e9)                       # never worth compiling
+    r = _program(ps.asarray(a), ps.asarray(b))
+    assert_same(r, _expect(a, b), rtol=1e-15)
+    st = background()
+    assert st["kernels_interpreted"] == 1
+    assert st["kernels_launched"] == 0 and st["kernels_compiled"] == 0
+    assert st["compiles_in_flight"] == 0
+
+
+def test_the_switch_to_the_compiled_kernel(background):
+    rng = np.random.default_rng(1)
+    a, b = rng.random(N), rng.random(N)
+    x, y = ps.asarray(a), ps.asarray(b)
+    ps.config.set(jit_margin=0.0)                       # compile at the first run
+    first = np.array(_program(x, y))
+    st = background()
+    assert st["kernels_interpreted"] == 1 and st["compiles_requested"] == 1
+    assert jit.wait(120)
+    st = background()
+    assert st["kernels_compiled"] == 1 and st["compile_failures"] == 0
+    second = np.array(_program(x, y))
+    st = background()
+    assert st["kernels_launched"] == 1 and st["kernels_interpreted"] == 1
+    assert_same(first, _expect(a, b), rtol=1e-15)
+    assert_same(second, first, rtol=1e-14)
+
+
+def test_a_compile_that_fails_stays_interpreted_and_is_remembered(background, monkeypatch):
+    rng = np.random.default_rng(2)
+    a = rng.random(N)
+    x = ps.asarray(a)
+    # the worker is asked to compile for argument types the kernel cannot take
+    monkeypatch.setattr(CPUExecutor, "describe", lambda self, prog: (("S", "bool"),))
+    ps.config.set(jit_margin=0.0)
+    r1 = np.array(ps.exp(x) + x)
+    assert jit.wait(120)
+    st = background()
+    assert st["compile_failures"] == 1
+    r2 = np.array(ps.exp(x) + x)
+    st = background()
+    assert st["kernels_interpreted"] == 2 and st["kernels_launched"] == 0
+    assert st["compiles_requested"] == 1            # not asked again
+    assert_same(r1, np.exp(a) + a, rtol=1e-15)
+    assert_same(r2, r1)
+
+
+def test_a_short_script_never_loads_numba(tmp_path):
+    """A fresh process whose large work runs a few times: interpreted, no compiler, and
+    Numba never imported (its import alone costs about half a second)."""
+    code = textwrap.dedent(f"""
+        import sys, numpy as np, streamrt as ps
+        x = ps.asarray(np.random.default_rng(0).random({N}))
+        for _ in range(3):
+            s = float(ps.sum(ps.sin(x) * x + 1.0))
+        st = ps.runtime_stats()
+        print(st["kernels_interpreted"], st["kernels_launched"], "numba" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=child_env(tmp_path, STREAMRT_JIT="background"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    interpreted, launched, numba = out.stdout.split()
+    assert int(interpreted) >= 3 and launched == "0" and numba == "False"
+
+
+def test_a_second_process_finds_the_kernels_compiled(tmp_path):
+    code = textwrap.dedent(f"""
+        import numpy as np, streamrt as ps
+        from streamrt.backends.numba_cpu import jit
+        x = ps.asarray(np.random.default_rng(0).random({N}))
+        r = float(ps.sum(ps.sin(x) * x + 1.0))
+        jit.wait(120)
+        r2 = float(ps.sum(ps.sin(x) * x + 1.0))
+        st = ps.runtime_stats()
+        print(st["kernels_interpreted"], st["kernels_launched"], st["kernels_compiled"])
+    """)
+    env = child_env(tmp_path, STREAMRT_JIT="background", STREAMRT_JIT_MARGIN="0")
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["1", "1", "1"]
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ["0", "2", "0"]      # loaded from the disk cache
