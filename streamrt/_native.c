@@ -1062,6 +1062,14 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
                 return NULL;     /* (the general path decides) */
         }
     }
+    if (q == NULL && streq(b->name, s_power)) {
+        /* x ** 2, 0.5, -1, 3: strength reduction, in the general path (array._STRENGTH) */
+        double c = PyFloat_AsDouble(other);
+        if (c == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (c == 2.0 || c == 0.5 || c == -1.0 || c == 3.0)
+            return NULL;
+    }
     if (q == NULL) {
         sp = new_port(s_scalar, s_scalar, loop_dt, empty, empty, is_int ? weak_i : weak_f,
                       site, other, Py_None, st_done);

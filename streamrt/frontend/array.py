@@ -223,6 +223,11 @@ def record_map(name, *args, site=None):
         if int(np.asarray(e)) < 0:
             raise record_error(ValueError, "Integers to negative integer powers are not "
                                "allowed.", site)
+    if name == "power" and ports[0].kind != "scalar" and ports[1].kind == "scalar" and \
+            ports[1].params[0] == "weak" and ports[1].scalar in _STRENGTH:
+        r = _strength_reduced(ports[0], ports[1].scalar, out_dt, loop_dt, site)
+        if r is not None:
+            return r
     if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
         # constant folding: every operand is a known scalar
         from ..executors.base import ref_value
@@ -233,6 +238,31 @@ def record_map(name, *args, site=None):
         return Array._wrap(const_port(np.asarray(r, dtype=out_dt), site))
     port = Port("map", name, out_dt, shape, tuple(ports), (), site, loop_dtype=loop_dt)
     return _enqueue(port)
+
+
+# Strength reduction of ``x ** c`` for a Python scalar c: the exponent's value chooses the op
+# (and so enters the trace key) only for these; any other exponent is a kernel parameter.
+# 2, 0.5 and -1 are NumPy's own fast paths (the same results); 3 is x*x*x (within the ulp
+# tolerance of power).
+_STRENGTH = {2: "square", 0.5: "sqrt", -1: "reciprocal", 3: "cube"}
+
+
+def _strength_reduced(x, c, out_dt, loop_dt, site):
+    """``x ** c`` as square / sqrt / reciprocal / x*x*x in ``loop_dt``, or None when that
+    would not give ``out_dt`` (or c is -1 on integers, which NumPy refuses)."""
+    name = _STRENGTH[c]
+    if c == -1 and not D.is_float(loop_dt) and loop_dt.kind != "c":
+        return None
+    if type(c) is bool:
+        return None
+    a = _wrap(x) if x.dtype == loop_dt else astype(_wrap(x), loop_dt, site=site)
+    if name == "cube":
+        if map_dtypes(OPS["multiply"], [loop_dt, loop_dt])[0] != out_dt:
+            return None
+        return record_map("multiply", record_map("square", a, site=site), a, site=site)
+    if map_dtypes(OPS[name], [loop_dt])[0] != out_dt:
+        return None
+    return record_map(name, a, site=site)
 
 
 _UFAST: dict = {}      # (op, operand dtype) -> (out, loop dtypes), filled by record_map
@@ -1294,6 +1324,8 @@ def _binop(name, reflected=False):
                     return None              # the general path raises the overflow error
                 if name == "power" and other < 0 and loop_dt.kind in "iu":
                     return None
+            if name == "power" and other in _STRENGTH:
+                return None                  # strength reduction: the general path
             q = Port("scalar", "scalar", loop_dt, (), (), _WEAK_F if t is float else _WEAK_I,
                      site, None, None, other)
         ins = (q, p) if reflected else (p, q)
