@@ -17,7 +17,9 @@ _require_opencl = os.environ.get("STREAMRT_TEST_REQUIRE_OPENCL") == "1"
 _require_native = os.environ.get("STREAMRT_TEST_REQUIRE_NATIVE") == "1"
 _cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
     tempfile.gettempdir(), f"streamrt-test-cache-{os.getuid()}")
-for _k in [k for k in os.environ if k.startswith("STREAMRT_")]:
+# (the STREAMRT_TEST_* variables are kept: pytest-xdist's workers inherit this environment and
+# run this file again)
+for _k in [k for k in os.environ if k.startswith("STREAMRT_") and not k.startswith("STREAMRT_TEST_")]:
     del os.environ[_k]
 os.environ["STREAMRT_CACHE_DIR"] = _cache
 # the cold tier (first small traces on the NumPy interpreter until Numba is loaded) would make
