@@ -9,14 +9,13 @@ import math as _math
 
 import numpy as _np
 
-from . import config  # noqa: F401
-from .dtypes import bool_, float32, float64, int32, int64  # noqa: F401
+from .core import config  # noqa: F401
+from .core.dtypes import bool_, float32, float64, int32, int64  # noqa: F401
 from .frontend.array import Array, broadcast_to as _bt  # noqa: F401
 from .frontend.creation import *  # noqa: F401,F403
 from .frontend.creation import __all__ as _creation_all
-from .frontend.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
-                              MacroError, ShapeError, StreamrtAxisError, StreamrtError,
-                              StreamrtOverflowError)
+from .core.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError, MacroError,  # noqa: F401
+                          ShapeError, StreamrtAxisError, StreamrtError, StreamrtOverflowError)
 from .frontend.macro import Macro, macro, macro_section  # noqa: F401
 from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
@@ -24,7 +23,7 @@ from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
 from . import debug  # noqa: F401
 from .debug import pop_error_handler, push_error_handler  # noqa: F401
 from .profiler import profile  # noqa: F401
-from .stats import reset_stats, runtime_stats  # noqa: F401
+from .core.stats import reset_stats, runtime_stats  # noqa: F401
 
 ndarray = Array
 bool = bool_  # noqa: A001 - NumPy-style dtype name
@@ -50,7 +49,7 @@ def devices(refresh: bool = False) -> list:
 
 def hint_execute():
     """Start compiling and running what has been recorded so far (does not wait)."""
-    from .frontend.errors import callsite
+    from .core.errors import callsite
     from .scheduler import cscheduler
     from .scheduler.workqueue import current_queue
     current_queue().hint("execute", callsite())
@@ -59,9 +58,9 @@ def hint_execute():
 
 def hint_read(*arrays):
     """Say these arrays will be read soon: their computation starts now (does not wait)."""
-    from .frontend.errors import callsite
+    from .core.errors import callsite
     from .scheduler import cscheduler
-    from .scheduler.workqueue import NEW
+    from .core.ir import NEW
     site = callsite()
     for a in arrays:
         p = a._port
@@ -113,12 +112,12 @@ from . import random  # noqa: E402,F401
 __all__.append("random")
 
 # ---- intrinsics: products, linalg, sort, scans, FFT, convolution (frontend/linalg.py) --------
-from .frontend.errors import LinAlgError  # noqa: E402,F401
+from .core.errors import LinAlgError  # noqa: E402,F401
 from .frontend.linalg import (argsort, convolve, correlate, cumprod, cumsum,  # noqa: E402,F401
                               dot, einsum, inner, matmul, matrix_transpose, outer, sort,
                               tensordot, trace, vdot, vecdot)
 from . import fft, linalg  # noqa: E402,F401
-from .dtypes import complex64, complex128  # noqa: E402,F401
+from .core.dtypes import complex64, complex128  # noqa: E402,F401
 from .frontend.math import angle, conj, conjugate, imag, real  # noqa: E402,F401
 
 __all__ += ["fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort", "convolve",
@@ -128,7 +127,7 @@ __all__ += ["fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort"
 # ---- indexing, assignment and shape operations (frontend/shape.py, frontend/indexing.py) ----
 from .frontend import shape as _shape_mod  # noqa: E402
 from .frontend.shape import *  # noqa: F401,F403,E402
-from .frontend.errors import StreamrtIndexError  # noqa: F401,E402
+from .core.errors import StreamrtIndexError  # noqa: F401,E402
 
 __all__ += list(_shape_mod.__all__) + ["StreamrtIndexError"]
 

@@ -16,13 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import dtypes as D
-from .frontend import creation as _c
-from .frontend import linalg as _l
-from .frontend import math as _m
-from .frontend import shape as _s
+from .core import dtypes as D
+from .frontend import creation as _c, linalg as _l, math as _m, shape as _s
 from .frontend.array import Array, astype as _astype, record_map, record_reduce
-from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
+from .core.errors import ArgumentError, DTypeError, callsite, record_error
 
 __array_api_version__ = "2023.12"
 

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import stats
+from .core import stats
 
 _lock = threading.Lock()
 _client = None
@@ -81,7 +81,7 @@ def parse_chunks(chunks, shape, site=None):
     """Row bounds along axis 0 from a ``chunks`` spec: an int (rows per chunk), a tuple of row
     counts for axis 0, a per-axis tuple whose entries past axis 0 are whole (``-1``/``None``/
     the axis size), or a dict ``{0: rows}``."""
-    from .frontend.errors import ArgumentError, record_error
+    from .core.errors import ArgumentError, record_error
     if not shape:
         raise record_error(ArgumentError, "a distributed array needs at least one dimension",
                            site)
@@ -136,7 +136,7 @@ def _identity(x):
 
 def _wrap(value, site):
     from .frontend.array import Array
-    from .scheduler.workqueue import Port
+    from .core.ir import Port
     p = Port("const", "const", value.dtype, value.shape, value=value, site=site)
     return Array._wrap(p)
 
@@ -147,7 +147,7 @@ def asarray(x, chunks, dtype=None):
     held); the data travels through the scheduler once."""
     from .executors.dask import DistValue
     from .frontend.array import Array, host_copy
-    from .frontend.errors import callsite
+    from .core.errors import callsite
     site = callsite()
     if isinstance(x, Array):
         x = x.numpy()
@@ -170,7 +170,7 @@ def from_dask(darr):
     lost chunk."""
     from .executors.dask import DistValue
     from .frontend.array import canonical_dtype
-    from .frontend.errors import ArgumentError, callsite, record_error
+    from .core.errors import ArgumentError, callsite, record_error
     site = callsite()
     if not hasattr(darr, "to_delayed") or not hasattr(darr, "chunks"):
         raise record_error(ArgumentError, f"from_dask() takes a dask.array.Array, got "

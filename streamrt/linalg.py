@@ -14,11 +14,11 @@ import functools
 
 import numpy as np
 
-from . import dtypes as D
+from .core import dtypes as D
 from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, finish_out, record_map,
                              record_reduce)
 from .frontend.array import reshape as _reshape
-from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
+from .core.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
 from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul,  # noqa: F401
                               matrix_transpose, outer, tensordot, trace, vecdot)
 
@@ -385,7 +385,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 def _ax(a, nd, site):
     if not -nd <= int(a) < nd:
-        from .frontend.errors import StreamrtAxisError
+        from .core.errors import StreamrtAxisError
         raise record_error(StreamrtAxisError, f"norm: axis {a} is out of bounds for array of "
                            f"dimension {nd}", site)
     return int(a) % nd

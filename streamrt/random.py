@@ -19,11 +19,11 @@ import threading
 
 import numpy as np
 
-from . import dtypes as D
-from . import rngcore
+from .core import dtypes as D, rngcore
 from .frontend.array import Array, _enqueue, const_port, finish_out, operand
-from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
-from .scheduler.workqueue import Port, current_queue
+from .core.errors import ArgumentError, DTypeError, callsite, record_error
+from .core.ir import Port
+from .scheduler.workqueue import current_queue
 
 __all__ = ["default_rng", "Generator", "seed", "random", "rand", "randn", "uniform", "normal",
            "standard_normal", "integers", "randint", "choice", "random_sample"]

@@ -6,8 +6,7 @@ import os
 
 import numpy as np
 
-from streamrt import dtypes as D
-from streamrt import ops
+from streamrt.core import dtypes as D, ops
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.bool_))

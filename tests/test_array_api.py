@@ -9,8 +9,7 @@ import array_api_strict as sx
 import numpy as np
 import pytest
 from helpers import assert_same
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra.array_api import make_strategies_namespace
 
 import streamrt as ps

@@ -98,7 +98,7 @@ def test_program_cache_key_covers_the_helpers_kernels_inline():
     key (else Numba's disk cache would serve kernels compiled with the old helpers)."""
     import hashlib
 
-    from streamrt.caches import keys
+    from streamrt.core import keys
     from streamrt.executors import cpu_lib
     with open(cpu_lib.__file__, "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()[:12]

@@ -14,8 +14,8 @@ import pytest
 from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulps, ref_call
 
 import streamrt as ps
-from streamrt import dtypes as D
-from streamrt import ops, proggen
+from streamrt.core import dtypes as D, ops
+from streamrt import proggen
 from streamrt.proggen import render_c
 from streamrt.scheduler.workqueue import current_queue
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt import ops
+from streamrt.core import ops
 
 
 def _line():

@@ -14,12 +14,10 @@ import math
 import numpy as np
 import pytest
 from helpers import DTYPES, EXECUTORS, ref_call
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import streamrt as ps
-from streamrt import dtypes as D
-from streamrt import ops
+from streamrt.core import dtypes as D, ops
 
 # (random-number ops take no arrays; tests/test_random.py covers them)
 MAP_OPS = sorted(n for n, o in ops.OPS.items() if o.kind == "map" and not o.counter

@@ -12,6 +12,7 @@ import pytest
 
 import streamrt as ps
 from streamrt.frontend import native
+from streamrt.core import ir
 from streamrt.scheduler import workqueue
 
 needs_native = pytest.mark.skipif(native._native is None,
@@ -43,7 +44,7 @@ def _record(fn, *args):
         ports.append((p.kind, p.op, p.dtype, p.shape, p.params, p.loop_dtype, p.state,
                       p.nrefs, p.site.code, p.site.lasti,
                       tuple((i.kind, i.dtype, i.params, i.scalar) for i in p.inputs)))
-    released = tuple(p.nrefs <= 0 for p in q.kports if p.state == workqueue.NEW)
+    released = tuple(p.nrefs <= 0 for p in q.kports if p.state == ir.NEW)
     return keys, ports, released, out
 
 
@@ -125,11 +126,11 @@ def test_c_ports_have_every_slot():
     p = (u * 2.0)._port
     q = p.inputs[1]                                  # the scalar operand's port
     for port in (p, q):
-        for name in workqueue.Port.__slots__:
+        for name in ir.Port.__slots__:
             if name != "__weakref__":
                 getattr(port, name)
-    assert q.kind == "scalar" and q.scalar == 2.0 and q.state == workqueue.DONE
-    assert p.state == workqueue.NEW and p.queue is workqueue.current_queue()
+    assert q.kind == "scalar" and q.scalar == 2.0 and q.state == ir.DONE
+    assert p.state == ir.NEW and p.queue is workqueue.current_queue()
 
 
 @needs_native

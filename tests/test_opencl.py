@@ -12,8 +12,7 @@ import pytest
 from helpers import DTYPE_IDS, DTYPES, OPENCL, assert_same, data, numpy_supports, op_ulps, ref_call
 
 import streamrt as ps
-from streamrt import dtypes as D
-from streamrt import ops
+from streamrt.core import dtypes as D, ops
 from streamrt.executors import registry
 
 pytest.importorskip("pyopencl")

@@ -11,8 +11,7 @@ from helpers import (DTYPE_IDS, DTYPES, EXECUTORS, assert_same, data, numpy_supp
                      ref_call)
 
 import streamrt as ps
-from streamrt import dtypes as D
-from streamrt import ops
+from streamrt.core import dtypes as D, ops
 
 UNARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 1 and n != "astype"]
 BINARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 2]

@@ -12,7 +12,7 @@ import pytest
 from helpers import EXECUTORS
 
 import streamrt as ps
-from streamrt import rngcore as R
+from streamrt.core import rngcore as R
 from streamrt.executors import cpu_rng
 
 HERE = os.path.basename(__file__)

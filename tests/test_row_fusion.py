@@ -127,8 +127,7 @@ def test_a_row_kernel_that_fails_runs_phase_by_phase(monkeypatch, stats):
 
 
 # ---- random row programs --------------------------------------------------------------------
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 _BIN = {"add": lambda m, a, b: a + b, "subtract": lambda m, a, b: a - b,
         "multiply": lambda m, a, b: a * b, "divide": lambda m, a, b: a / (m.abs(b) + 1.0),

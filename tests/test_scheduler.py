@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt.frontend.errors import callsite
+from streamrt.core.errors import callsite
 from streamrt.proggen import intrinsics
 from streamrt.proggen.sequence import Program, ProgramSequence
 from streamrt.scheduler import cscheduler, escheduler
 from streamrt.scheduler.flow import Flow
 from streamrt.scheduler.pending import PendingTable
-from streamrt.scheduler.workqueue import DONE, FAILED, SUBMITTED, Port
+from streamrt.core.ir import DONE, FAILED, SUBMITTED, Port
 
 HERE = os.path.basename(__file__)
 
@@ -441,7 +441,7 @@ def test_ended_threads_leave_no_settings_behind():
     ended must not leave it there (a server spawning threads would grow without bound)."""
     import threading
 
-    from streamrt import config
+    from streamrt.core import config
 
     def work():
         x = ps.asarray(np.arange(10.0))

@@ -13,7 +13,7 @@ import pytest
 from numba import njit, prange
 
 import streamrt as ps
-from streamrt import ops
+from streamrt.core import ops
 from streamrt.executors import vecmath as V
 
 UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
@@ -193,5 +193,5 @@ def test_fast_math_setting_switches_the_generated_code(stats):
 
 
 def test_program_cache_key_covers_vecmath():
-    from streamrt.caches import keys
+    from streamrt.core import keys
     assert "vecmath=" in keys.compiler_versions()

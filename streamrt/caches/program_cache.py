@@ -18,9 +18,8 @@ import sys
 import threading
 import time
 
-from .. import config, stats
+from ..core import config, stats, keys
 from ..profiler import collector
-from . import keys
 from .lru import LRU
 
 _mem = LRU(1024)       # key -> Kernels

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from .. import stats
+from ..core import stats
 from .lru import LRU
 
 
@@ -187,6 +187,6 @@ _cache = None
 def get() -> TraceCache:
     global _cache
     if _cache is None:
-        from ..config import settings
+        from ..core.config import settings
         _cache = TraceCache(max_entries=settings.trace_cache_size)
     return _cache

@@ -17,7 +17,7 @@ def reference_mode(compare="both", action="raise"):
     NumPy on reference inputs, and optimised results are compared with them -- ``compare``:
     'after' (as each program completes), 'copy-out' (when the application reads), 'both' or
     'none'; ``action`` on a mismatch: 'raise', 'warn' or 'log'."""
-    from .. import config
+    from ..core import config
     from ..scheduler import cscheduler
     cscheduler.sync()
     old = {k: getattr(config.settings, k) for k in

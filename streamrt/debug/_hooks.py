@@ -6,7 +6,7 @@ from ..scheduler import workqueue
 
 
 def update():
-    from ..config import settings
+    from ..core.config import settings
     from ..frontend import array
     from ..scheduler import escheduler
     from . import reference

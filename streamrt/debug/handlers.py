@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 
-from ..frontend import errors as _errors
-from ..frontend.errors import StreamrtError
+from ..core import errors as _errors
+from ..core.errors import StreamrtError
 
 _stack: list = _errors._handler_stack
 _lock = threading.Lock()

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..executors.base import run_refop
 from ..scheduler import workqueue
-from ..scheduler.workqueue import DONE, NEW, SUBMITTED, strided
+from ..core.ir import DONE, NEW, SUBMITTED, strided
 
 _breaks: dict = {}      # (abs file, line) -> callback
 

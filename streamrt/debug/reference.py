@@ -7,7 +7,7 @@ import numpy as np
 
 from ..executors.base import run_refop
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import strided
+from ..core.ir import strided
 
 
 def ref_of(p):

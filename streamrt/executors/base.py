@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 
-from .. import dtypes as D
-from .. import stats
-from ..config import settings
-from ..ops import loop_operands
+from ..core import dtypes as D, stats
+from ..core.config import settings
+from ..core.ops import loop_operands
 from ..profiler import collector
 from ..proggen.sequence import elements
 
@@ -227,7 +226,7 @@ def _report(done):
 
 def run_refop(p, val):
     """Evaluate one port with NumPy (the reference semantics)."""
-    from ..ops import OPS, REDUCTIONS
+    from ..core.ops import OPS, REDUCTIONS
     from ..proggen.intrinsics import INTRINSICS
     args = [val(i) for i in p.inputs]
     with np.errstate(all="ignore"):

@@ -9,9 +9,9 @@ import threading
 
 import numpy as np
 
-from .. import stats
+from ..core import stats
 from ..caches import program_cache
-from ..config import settings
+from ..core.config import settings
 from .base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
 
 _layer_lock = threading.Lock()
@@ -95,7 +95,7 @@ def _copy_complement(dst, src, off, shape, st):
     """Copy only the elements outside a rectangular unit-step region (the kernel writes the
     rest): for ``u[1:-1, 1:-1] = ...`` the boundary, not the whole array. False: not such a
     region (the caller copies everything)."""
-    from ..scheduler.workqueue import c_strides
+    from ..core.ir import c_strides
     nd = src.ndim
     cs = c_strides(src.shape)
     if not src.size or len(shape) != nd or any(n > 1 and s != c for n, s, c in

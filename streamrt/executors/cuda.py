@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..config import cache_dir, settings
+from ..core.config import cache_dir, settings
 from .device import BuildError, DeviceExecutor
 
 _OPTIONS = ("--std=c++11",)

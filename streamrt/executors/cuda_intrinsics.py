@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import stats
+from ..core import stats
 from ..proggen.linalg_intrinsics import GENERIC
 
 

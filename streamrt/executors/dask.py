@@ -13,10 +13,10 @@ import weakref
 
 import numpy as np
 
-from .. import stats
-from ..config import settings
-from ..ops import REDUCTIONS
-from ..scheduler.workqueue import strided
+from ..core import stats
+from ..core.config import settings
+from ..core.ops import REDUCTIONS
+from ..core.ir import strided
 from .base import Executor, kernel_partials, kernel_scalar, ref_value
 
 _task_ids = itertools.count(1)
@@ -44,7 +44,7 @@ class DistValue:
 
     # ---- reads --------------------------------------------------------------------------
     def _gather(self, idxs):
-        from ..frontend.errors import ExecutionError
+        from ..core.errors import ExecutionError
         if not self.refs:
             raise RuntimeError(f"internal error: {self!r} was released on the cluster before "
                                "it was read")
@@ -301,7 +301,7 @@ def plan_chunk(prog, r0, r1, partial, rows=None):
     local base, base of each load, argmax index shifts). Loads of one base share one local
     buffer (the union of the rows they read: a stencil's shifted slices share their halo)."""
     from ..proggen.kernel import build_kernel
-    from ..scheduler.workqueue import Port
+    from ..core.ir import Port
     k = prog.kernel
     S = k.space
     n = r1 - r0
@@ -456,7 +456,7 @@ class DaskExecutor(Executor):
         one task per chunk; a kernel that reads a neighbour's rows, is chunked differently
         or reads a combined reduction starts a new group."""
         from ..scheduler import cscheduler, escheduler
-        from ..scheduler.workqueue import FAILED, SUBMITTED
+        from ..core.ir import FAILED, SUBMITTED
         stats.add("sequences_submitted")
         stats.add("dask_sequences")
         es = escheduler.get(cscheduler.flow())

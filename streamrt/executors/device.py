@@ -13,8 +13,8 @@ import weakref
 
 import numpy as np
 
-from .. import stats
-from ..config import settings
+from ..core import stats
+from ..core.config import settings
 from ..profiler import collector
 from ..proggen import render_c
 from .base import Executor, ref_value, run_refop, scalar_value

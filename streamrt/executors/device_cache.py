@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from ..config import cache_dir
+from ..core.config import cache_dir
 
 # subdirectories of STREAMRT_CACHE_DIR holding compiled device programs. (pyopencl's kernel
 # invoker cache, ``pytools``, holds host code in an open database: listed, never deleted.)

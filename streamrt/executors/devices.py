@@ -7,7 +7,7 @@ import sys
 import threading
 import warnings
 
-from ..config import settings
+from ..core.config import settings
 
 _lock = threading.Lock()
 _found = None
@@ -82,7 +82,7 @@ def make_device_executor(name):
     """The executor of backend ``name`` ('opencl' or 'cuda'); None, with a warning (and a count
     in ``fallbacks``), when it has no working device -- the registry then hands out the CPU
     executor in its place."""
-    from .. import stats
+    from ..core import stats
     try:
         if name == "opencl":
             from .opencl import OpenCLExecutor

@@ -16,11 +16,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes as D
-from .. import stats
+from ..core import dtypes as D, stats
 from ..caches import program_cache
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, Port
+from ..core.ir import DONE, Port
 from ..proggen.kernel import is_update
 from ..proggen.linalg_intrinsics import HOST_INTRINSICS
 from .base import HostPool, host_pool, kernel_scalar, ref_value

@@ -9,7 +9,7 @@ import sys
 import threading
 import warnings
 
-from ..config import cache_dir, settings
+from ..core.config import cache_dir, settings
 from .device import BuildError, DeviceExecutor
 
 _BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]

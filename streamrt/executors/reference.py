@@ -2,7 +2,7 @@
 of the tests and of the debugger."""
 from __future__ import annotations
 
-from .. import stats
+from ..core import stats
 from .base import Executor, ref_value, run_refop
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from ..config import settings
+from ..core.config import settings
 
 _lock = threading.Lock()
 _instances = {}

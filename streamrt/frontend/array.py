@@ -9,20 +9,18 @@ from sys import _getframe
 
 import numpy as np
 
-from .. import dtypes as D
-from .. import stats
-from ..config import settings
-from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
+from ..core import dtypes as D, stats
+from ..core.config import settings
+from ..core.ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue
-from ..scheduler.workqueue import _local as _tls
-from .errors import _INTERNAL, CallSite
-from .errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
-                     StreamrtAxisError, StreamrtError, StreamrtIndexError,
-                     StreamrtOverflowError, callsite, record_error)
-from . import indexing as _indexing
+from ..core.ir import DONE, Port, c_strides
+from ..scheduler.workqueue import current_queue, _local as _tls
+from ..core.errors import _INTERNAL, CallSite
+from ..core.errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
+                           StreamrtAxisError, StreamrtError, StreamrtIndexError,
+                           StreamrtOverflowError, callsite, record_error)
+from . import indexing as _indexing, pieces as _pieces
 from .indexing import register as _register
-from . import pieces as _pieces
 from .pieces import PIECEWISE
 _PIECEWISE_DATA = PIECEWISE.data        # (a dict: cheaper to test than the WeakKeyDictionary)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
-from .errors import ArgumentError, DTypeError, callsite, record_error
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 
 
 def _dt(dtype, default=None):

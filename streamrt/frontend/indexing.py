@@ -19,10 +19,11 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes as D
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
-from .errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
-                     StreamrtOverflowError, callsite, record_error)
+from ..core import dtypes as D
+from ..core.ir import DONE, Port, c_strides, strided
+from ..scheduler.workqueue import current_queue
+from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
+                           StreamrtOverflowError, callsite, record_error)
 
 
 # ---- aliases ----------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def rebind(old, new, extra, site):
 def _check_macro_input(base, site):
     rec = current_queue().recording
     if rec is not None and base.id in rec.input_ids:
-        from .errors import MacroError
+        from ..core.errors import MacroError
         raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
                            "inputs are read-only inside a macro (copy it first: "
                            "x = x.copy())", site)
@@ -185,7 +186,7 @@ def Array_t():
 
 
 def _ufunc_name(name):
-    from ..ops import OPS
+    from ..core.ops import OPS
     return OPS[name].ufunc or name
 
 

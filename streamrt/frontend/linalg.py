@@ -9,12 +9,12 @@ import collections
 
 import numpy as np
 
-from .. import dtypes as D
-from ..ops import reduction_dtypes
-from ..scheduler.workqueue import Port
+from ..core import dtypes as D
+from ..core.ops import reduction_dtypes
+from ..core.ir import Port
 from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, finish_out,
                     normalize_axes, operand, record_map, record_reduce, reshape)
-from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 
 
 class LinAlgShapeError(ShapeError, np.linalg.LinAlgError):

@@ -17,17 +17,17 @@ import functools
 
 import numpy as np
 
-from .. import stats
-from ..caches import keys, macro_cache
-from ..config import settings
+from ..core import stats, keys
+from ..caches import macro_cache
+from ..core.config import settings
 from ..executors import registry
 from ..proggen import sequence
 from ..profiler import collector
 from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue, is_scratch, \
-    scratch_port
+from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
+from ..scheduler.workqueue import current_queue
 from .array import Array, const_port
-from .errors import ArgumentError, MacroError, callsite, record_error
+from ..core.errors import ArgumentError, MacroError, callsite, record_error
 
 
 class _Recording:

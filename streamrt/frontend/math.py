@@ -7,14 +7,13 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes as D
-from ..ops import OPS, REDUCTIONS
-from ..ops import reduction_dtypes
+from ..core import dtypes as D
+from ..core.ops import OPS, REDUCTIONS
 from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, astype as _astype, broadcast_to as _broadcast_to,
                     _NoValue, _as_array, _const, _mask, canonical_dtype, finish_out,
                     normalize_axes, operand, record_map, record_reduce, record_unary,
                     reduce_kw, reshape as _reshape, transpose as _transpose)
-from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 from . import native as _native
 
 __all__ = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from ..config import settings
+from ..core.config import settings
 
 ABI = 2     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
@@ -49,20 +49,20 @@ def install():
     global _installed
     if _installed or _native is None or not _on:
         return
-    from .. import config
-    from ..caches import keys, trace_cache
+    from ..core import config, keys, ir, errors
+    from ..caches import trace_cache
     from ..scheduler import workqueue
-    from . import array, errors, pieces
+    from . import array, pieces
     _native.configure({
-        "Array": array.Array, "Port": workqueue.Port, "CallSite": errors.CallSite,
-        "WorkQueue": workqueue.WorkQueue, "ids": workqueue._ids, "internal": errors._INTERNAL,
+        "Array": array.Array, "Port": ir.Port, "CallSite": errors.CallSite,
+        "WorkQueue": workqueue.WorkQueue, "ids": ir._ids, "internal": errors._INTERNAL,
         "fast": array._FAST, "ufast": array._UFAST, "piecewise": pieces.PIECEWISE.data,
         "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue,
         "follow": trace_cache.get().follow, "settings": settings,
         "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
         "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
-        "NEW": workqueue.NEW, "DONE": workqueue.DONE, "SUBMITTED": workqueue.SUBMITTED,
-        "DEAD": workqueue.DEAD})
+        "NEW": ir.NEW, "DONE": ir.DONE, "SUBMITTED": ir.SUBMITTED,
+        "DEAD": ir.DEAD})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import weakref
 
-from ..ops import OPS
-from ..scheduler.workqueue import DEAD, NEW, Port, c_strides, scratch_port
+from ..core.ops import OPS
+from ..core.ir import DEAD, NEW, Port, c_strides, scratch_port
 
 MIN_ELEMENTS = 1 << 16
 CHAIN = True            # chained results (off: only rolled and concatenated arrays, to compare)

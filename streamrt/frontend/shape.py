@@ -14,11 +14,11 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
                     const_port, finish_out, normalize_axes, operand, record_map, reshape, transpose)
-from .errors import (ArgumentError, ShapeError, callsite, not_lazy, record_error)
-from ..scheduler.workqueue import scratch_port
+from ..core.errors import ArgumentError, ShapeError, callsite, not_lazy, record_error
+from ..core.ir import scratch_port
 from . import pieces as _pieces
 from .indexing import gather, scatter, write_region
 

@@ -27,7 +27,7 @@ def profile(path="run.stprof"):
 
 
 def _from_env():
-    from ..config import settings
+    from ..core.config import settings
     path = settings.profile
     if path and collector.active() is None:
         collector.start(path)

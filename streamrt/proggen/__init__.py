@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..config import settings
+from ..core.config import settings
 from . import analysis, fusion
 from .kernel import build_kernel
 from .sequence import Program, ProgramSequence

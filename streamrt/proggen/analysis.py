@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..scheduler.workqueue import NEW, is_scratch
+from ..core.ir import NEW, is_scratch
 from .kernel import _space_strides, is_update
 
 

@@ -102,7 +102,7 @@ def inline_scalars(groups, gidx, consumers):
     the ids of the inlined ports (not stored: every reader computes them itself)."""
     import math
 
-    from ..ops import OPS
+    from ..core.ops import OPS
     inlined = set()
     for g in groups:
         if g.kind != "fused" or g.axes is not None or not g.ops or len(g.ops) > INLINE_MAX_OPS:
@@ -152,7 +152,7 @@ def sink_ops(groups, gidx, consumers, max_ops=128):
     own kernel are stored anyway (held by an Array or read through a view). Inputs of a
     moved op are computed before its first kernel, so also before the later one; region
     writes that reuse a buffer in place are decided after this pass."""
-    from ..ops import OPS
+    from ..core.ops import OPS
 
     def kept(p):
         return not p.released or any(c.kind == "view" for c in consumers[p.id])
@@ -226,7 +226,7 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
     Argmax/argmin, counter-based RNG ops, region writes and other views stay out."""
     import math
 
-    from ..ops import OPS
+    from ..core.ops import OPS
 
     def plain(g):
         if g.kind != "fused" or not g.ops or len(g.space) < 2:
@@ -326,7 +326,7 @@ def column_view(v, space):
     """Whether view ``v`` of a reduction is its per-row result as a column of ``space``
     (``m[:, None]``, ``m.reshape(-1, 1)`` of a ``keepdims=False`` reduction over the last
     axis): the same elements in the same order, shaped ``space[:-1] + (1,)``."""
-    from ..scheduler.workqueue import c_strides
+    from ..core.ir import c_strides
     b = v.inputs[0]
     off, st = v.params
     if v.shape != tuple(space[:-1]) + (1,) or off != 0 or v.size != b.size:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scheduler.workqueue import strided
+from ..core.ir import strided
 
 
 def update(p, old, value):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..ops import OPS
-from ..scheduler.workqueue import c_strides
+from ..core.ops import OPS
+from ..core.ir import c_strides
 
 
 class Access:

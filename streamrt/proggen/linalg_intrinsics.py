@@ -22,7 +22,7 @@ HOST = HostModules()
 
 
 def _linalg_error(p, e):
-    from ..frontend.errors import LinAlgError
+    from ..core.errors import LinAlgError
     err = LinAlgError(f"{p.site}: {e} (in numpy.linalg.{p.op.split('_', 1)[-1]} recorded here)")
     err.site = p.site
     return err

@@ -28,9 +28,8 @@ import re
 
 import numpy as np
 
-from .. import dtypes as D
-from .. import rngcore
-from ..ops import OPS, REDUCTIONS, operand_dtypes
+from ..core import dtypes as D, rngcore
+from ..core.ops import OPS, REDUCTIONS, operand_dtypes
 from .kernel import Src, index_table, reduce_params, terms
 
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)

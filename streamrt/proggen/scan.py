@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import OPS
-from ..scheduler.workqueue import NEW
+from ..core.ops import OPS
+from ..core.ir import NEW
 from .render_numba import HEADER, cast, map_line, npname, scalar_params
 
 SCANS = ("cumsum", "cumprod")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..ops import OPS
-from ..scheduler.workqueue import is_scratch
+from ..core.ops import OPS
+from ..core.ir import is_scratch
 
 
 class Program:

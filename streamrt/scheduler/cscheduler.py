@@ -8,18 +8,18 @@ import threading
 
 import numpy as np
 
-from .. import proggen, stats
-from ..caches import keys, macro_cache, trace_cache
+from .. import proggen
+from ..core import stats, keys
+from ..caches import macro_cache, trace_cache
 from ..proggen import sequence
 from ..proggen.kernel import is_update
 from ..profiler import collector
-from ..config import settings
+from ..core.config import settings
 from ..executors.base import HostPool, host_pool
-from . import escheduler as es_mod
-from . import placement
-from . import workqueue as _wq
+from . import escheduler as es_mod, placement, workqueue as _wq
 from .flow import Flow
-from .workqueue import DEAD, FAILED, NEW, SUBMITTED, current_queue, is_scratch
+from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
+from .workqueue import current_queue
 
 _flow = None
 _flow_lock = threading.Lock()
@@ -247,7 +247,7 @@ def inline_limit():
 def _check_not_recording(what):
     q = current_queue()
     if q.recording is not None:
-        from ..frontend.errors import MacroError, callsite, record_error
+        from ..core.errors import MacroError, callsite, record_error
         raise record_error(MacroError, f"{what} inside the macro {q.recording.name!r} while it "
                            "is being recorded: a macro cannot depend on values it computes "
                            "(return the array and read it after the call)", callsite())

@@ -8,13 +8,13 @@ import queue
 import threading
 import time
 
-from .. import stats
+from ..core import stats
 from ..executors.base import alloc_outputs
-from ..frontend.errors import ExecutionError
+from ..core.errors import ExecutionError
 from ..profiler import collector
 from . import placement
 from .pending import PendingTable
-from .workqueue import DONE, FAILED, SUBMITTED
+from ..core.ir import DONE, FAILED, SUBMITTED
 
 # Debugger hook: called with each completed program, returns an error to deliver or None.
 on_complete = None

@@ -17,11 +17,10 @@ import weakref
 
 import numpy as np
 
-from .. import stats
-from ..caches import keys
-from ..config import settings
+from ..core import stats, keys
+from ..core.config import settings
 from ..executors import registry
-from .workqueue import DONE
+from ..core.ir import DONE
 
 _lock = threading.Lock()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import os
 
-from ..config import FLAGS, settings
+from .config import FLAGS, settings
 
 
 @functools.lru_cache(maxsize=1)
@@ -18,7 +18,7 @@ def compiler_versions() -> str:
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
     for lib in (("executors", "cpu_lib.py"), ("executors", "vecmath.py"),
-                ("executors", "cpu_rng.py"), ("rngcore.py",)):
+                ("executors", "cpu_rng.py"), ("core", "rngcore.py")):
         with open(os.path.join(pkg, *lib), "rb") as f:
             libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)

@@ -58,7 +58,7 @@ def runtime_stats() -> dict:
         d = {k: 0 for k in KEYS}
         d.update(_c)
         d["ops_recorded"] += sum(q.recorded for q in list(_sources))
-        from .frontend import native           # (1: the C record path records; a state)
+        from ..frontend import native           # (1: the C record path records; a state)
         d["native_record"] = int(native.available())
         d["ops_recorded_native"] = native.count()
         for o in list(_runs):
@@ -71,7 +71,7 @@ def runtime_stats() -> dict:
 def reset_stats() -> None:
     with _lock:
         _c.clear()
-        from .frontend import native
+        from ..frontend import native
         native.count(reset=True)
         for q in list(_sources):
             q.recorded = 0
