@@ -15,8 +15,8 @@ from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulp
 
 import streamrt as ps
 from streamrt.core import dtypes as D, ops
-from streamrt import proggen
-from streamrt.proggen import render_c
+from streamrt import compiler
+from streamrt.backends import c_render as render_c
 from streamrt.scheduler.workqueue import current_queue
 
 UNARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 1 and n != "astype"]
@@ -41,7 +41,7 @@ def _sources(build, renderer="cuda", fusion=True):
     with ps.config.override(fusion=fusion):
         keep = build()
         entries = current_queue().take()
-        seq = proggen.generate(entries, {"fuse": fusion, "renderer": renderer, "max_ops": 64})
+        seq = compiler.generate(entries, {"fuse": fusion, "renderer": renderer, "max_ops": 64})
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -153,7 +153,7 @@ def test_launch_specs_respect_limits():
     ps.sync()
     x = ps.asarray(np.ones((3, 100_000)))
     r = ps.sum(x, axis=1)
-    seq = proggen.generate(current_queue().take(), {"renderer": "cuda", "max_ops": 64})
+    seq = compiler.generate(current_queue().take(), {"renderer": "cuda", "max_ops": 64})
     k = seq.programs[0].kernel
     for max_wg in (1, 7, 64, 1024):
         groups, L, C = render_c.reduce_launch(k, max_wg, 80)

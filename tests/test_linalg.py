@@ -581,7 +581,7 @@ def test_cuda_intrinsics_over_device_buffers(monkeypatch):
     import scipy.linalg
 
     from streamrt.executors import cuda_intrinsics
-    from streamrt.proggen.sequence import Program
+    from streamrt.compiler.sequence import Program
     cupyx = types.ModuleType("cupyx")
     cupyx.errstate = lambda **kw: _Ctx()
     cupyx.scipy = types.ModuleType("cupyx.scipy")

@@ -376,5 +376,5 @@ def test_devices_lists_opencl():
 
 
 def test_every_op_has_a_c_template():
-    from streamrt.proggen import render_c
+    from streamrt.backends import c_render as render_c
     assert render_c.missing_templates() == []

@@ -179,7 +179,7 @@ def test_random_row_programs_match_numpy(data):
     with np.errstate(all="ignore"):
         want = evaluate(np, a)
     tol = 1e-4 if dt == np.float32 else 1e-11
-    from streamrt.proggen import fusion
+    from streamrt.compiler import fusion
     saved, fusion.ROW_MIN_ROWS = fusion.ROW_MIN_ROWS, 1
     try:
         for rf in (True, False):

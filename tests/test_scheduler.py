@@ -11,8 +11,8 @@ import pytest
 
 import streamrt as ps
 from streamrt.core.errors import callsite
-from streamrt.proggen import intrinsics
-from streamrt.proggen.sequence import Program, ProgramSequence
+from streamrt.backends import intrinsics
+from streamrt.compiler.sequence import Program, ProgramSequence
 from streamrt.scheduler import cscheduler, escheduler
 from streamrt.scheduler.flow import Flow
 from streamrt.scheduler.pending import PendingTable

@@ -175,7 +175,7 @@ def test_public_api_fused_kernel(dt, stats):
 
 
 def test_fast_math_setting_switches_the_generated_code(stats):
-    from streamrt.proggen import render_numba  # noqa: F401
+    from streamrt.backends.numba_cpu import render as render_numba  # noqa: F401
     x = np.linspace(-3, 3, 101).astype(np.float32)
     a = ps.asarray(x)
     on = np.asarray(ps.exp(a) + ps.log1p(ps.abs(a)))

@@ -46,7 +46,7 @@ def close(opt, ref, dtype):
 def first_diverging(port, executor):
     """The call site of the first op (in recording order) among ``port`` and its ancestors
     whose optimised single-op evaluation on reference inputs differs from its reference."""
-    from .. import proggen
+    from .. import compiler
     from ..core.ir import DONE, Port
     order, seen = [], set()
 
@@ -77,7 +77,7 @@ def first_diverging(port, executor):
         try:
             space = p.inputs[0].shape if p.kind == "reduce" else p.shape
             axes = p.params[0] if p.kind == "reduce" else ()
-            prog = proggen.kernel_program([q], {q.id}, space, axes)
+            prog = compiler.kernel_program([q], {q.id}, space, axes)
             for o in prog.outputs:
                 o.value = np.empty(o.shape, o.dtype)
             executor.launch(prog)

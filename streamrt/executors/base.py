@@ -14,7 +14,7 @@ from ..core import dtypes as D, stats
 from ..core.config import settings
 from ..core.ops import loop_operands
 from ..profiler import collector
-from ..proggen.sequence import elements
+from ..compiler.sequence import elements
 
 
 def alloc_outputs(prog, ex):
@@ -51,7 +51,7 @@ def _block_shape():
     global _BLOCK_SHAPE
     if _BLOCK_SHAPE is None:
         import numba
-        from ..proggen.render_numba import BLOCK
+        from ..backends.numba_cpu.render import BLOCK
         _BLOCK_SHAPE = (numba.config.NUMBA_NUM_THREADS, BLOCK)
     return _BLOCK_SHAPE
 
@@ -227,7 +227,7 @@ def _report(done):
 def run_refop(p, val):
     """Evaluate one port with NumPy (the reference semantics)."""
     from ..core.ops import OPS, REDUCTIONS
-    from ..proggen.intrinsics import INTRINSICS
+    from ..backends.intrinsics import INTRINSICS
     args = [val(i) for i in p.inputs]
     with np.errstate(all="ignore"):
         if p.kind == "map":

@@ -145,7 +145,7 @@ class CPUExecutor(Executor):
             stats.add("intrinsics_launched")
 
     def _run_scan(self, prog):
-        from ..proggen import scan
+        from ..compiler import scan
         try:
             d = self.compile(prog)
             program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
@@ -159,8 +159,8 @@ class CPUExecutor(Executor):
         stats.add("kernels_launched")
 
     def _split_and_run(self, prog):
-        from .. import proggen
-        parts = proggen.split(prog)
+        from .. import compiler
+        parts = compiler.split(prog)
         if parts is None:
             # a single op that will not compile: evaluate it with NumPy (counted)
             stats.add("fallback_to_reference")

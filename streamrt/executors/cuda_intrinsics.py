@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import stats
-from ..proggen.linalg_intrinsics import GENERIC
+from ..backends.linalg_intrinsics import GENERIC
 
 
 class CupyModules:

@@ -300,7 +300,7 @@ def plan_chunk(prog, r0, r1, partial, rows=None):
     """The kernel of ``prog`` restricted to space rows [r0, r1): (local kernel, pieces of each
     local base, base of each load, argmax index shifts). Loads of one base share one local
     buffer (the union of the rows they read: a stencil's shifted slices share their halo)."""
-    from ..proggen.kernel import build_kernel
+    from ..compiler.kernel import build_kernel
     from ..core.ir import Port
     k = prog.kernel
     S = k.space
@@ -598,7 +598,7 @@ class _Group:
         got = self.plans.get(prog)
         if got is not None:
             return got
-        from ..proggen import render_numba
+        from ..backends.numba_cpu import render as render_numba
         k = prog.kernel
         bounds = space_bounds(k)
         chunks = list(zip(bounds[:-1], bounds[1:])) if bounds and len(bounds) > 2 else [None]

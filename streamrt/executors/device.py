@@ -16,7 +16,7 @@ import numpy as np
 from ..core import stats
 from ..core.config import settings
 from ..profiler import collector
-from ..proggen import render_c
+from ..backends import c_render as render_c
 from .base import Executor, ref_value, run_refop, scalar_value
 
 
@@ -416,7 +416,7 @@ class DeviceExecutor(Executor):
             self._host_program(prog)
             return
         k = prog.kernel
-        if prog.source is None:          # complex dtypes: no C kernel (proggen.kernel_program)
+        if prog.source is None:          # complex dtypes: no C kernel (compiler.kernel_program)
             stats.add("host_round_trips")
             self._cpu_fallback(prog)
             return
@@ -488,8 +488,8 @@ class DeviceExecutor(Executor):
 
     def _split_or_fallback(self, prog, why, split_stat="kernel_splits", fallback_stat=None):
         """Run ``prog`` as two smaller programs, or on the CPU executor when it does not split."""
-        from .. import proggen
-        parts = proggen.split(prog, self.caps["renderer"])
+        from .. import compiler
+        parts = compiler.split(prog, self.caps["renderer"])
         if settings.debug >= 1:
             print(f"[streamrt] {self.name}: {why}; "
                   f"{'splitting' if parts else 'running on the CPU executor'}", file=sys.stderr)
@@ -504,14 +504,14 @@ class DeviceExecutor(Executor):
     def _cpu_fallback(self, prog, count=True):
         """Run ``prog`` on the CPU executor (its inputs are brought to the host); the outputs
         become host values, copied to the device again only when a device kernel reads them."""
-        from .. import proggen
+        from .. import compiler
         from . import registry
         if count:
             stats.add("fallbacks")
         cpu = registry.get("cpu")
         if prog.kind == "kernel":
             k = prog.kernel
-            prog = proggen.kernel_program(prog.ops, prog.stored, k.space, k.axes, "numba")
+            prog = compiler.kernel_program(prog.ops, prog.stored, k.space, k.axes, "numba")
         for p in prog.outputs:
             p.value = np.empty(p.shape, p.dtype)
         with cpu.run_lock:

@@ -20,8 +20,8 @@ from ..core import dtypes as D, stats
 from ..caches import program_cache
 from ..scheduler import cscheduler
 from ..core.ir import DONE, Port
-from ..proggen.kernel import is_update
-from ..proggen.linalg_intrinsics import HOST_INTRINSICS
+from ..compiler.kernel import is_update
+from ..backends.linalg_intrinsics import HOST_INTRINSICS
 from .base import HostPool, host_pool, kernel_scalar, ref_value
 from .cpu import CPUExecutor, chunks_for
 

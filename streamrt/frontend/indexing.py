@@ -353,7 +353,7 @@ def run_scatter(p, old, value, *arrays):
 
 
 def _install():
-    from ..proggen.intrinsics import INTRINSICS
+    from ..backends.intrinsics import INTRINSICS
     INTRINSICS["gather"] = run_gather
     INTRINSICS["scatter"] = run_scatter
 

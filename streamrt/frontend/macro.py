@@ -21,7 +21,7 @@ from ..core import stats, keys
 from ..caches import macro_cache
 from ..core.config import settings
 from ..executors import registry
-from ..proggen import sequence
+from ..compiler import sequence
 from ..profiler import collector
 from ..scheduler import cscheduler
 from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
@@ -383,8 +383,8 @@ class Macro:
 
 
 def proggen_generate(entries, executor):
-    from .. import proggen
-    return proggen.generate(entries, executor.caps)
+    from .. import compiler
+    return compiler.generate(entries, executor.caps)
 
 
 def macro(fn=None, *, static_argnames=(), name=None):

@@ -8,11 +8,11 @@ import threading
 
 import numpy as np
 
-from .. import proggen
+from .. import compiler
 from ..core import stats, keys
 from ..caches import macro_cache, trace_cache
-from ..proggen import sequence
-from ..proggen.kernel import is_update
+from ..compiler import sequence
+from ..compiler.kernel import is_update
 from ..profiler import collector
 from ..core.config import settings
 from ..executors.base import HostPool, host_pool
@@ -71,12 +71,12 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         if prof is not None:
             prof.cache(cache.stat[:5], False, _first_site(entries), why)
         cache.note(False)
-        seq = proggen.generate(entries, executor.caps)
+        seq = compiler.generate(entries, executor.caps)
         t = sequence.to_template(seq, kports)
         if t is not None:
             cache.insert(key, t, esites)
         return seq, False
-    return proggen.generate(entries, executor.caps), None
+    return compiler.generate(entries, executor.caps), None
 
 
 def direct_ok():

@@ -140,7 +140,7 @@ def _location(port):
 
 def _survey(entries):
     """(largest element count, op-cost work, float64 used, {input port id: (where, bytes)})."""
-    from ..proggen.sequence import cost
+    from ..compiler.sequence import cost
     n = work = 0
     f64 = False
     inputs = {}

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core import dtypes as D, rngcore
 from ..core.ops import OPS, REDUCTIONS, operand_dtypes
-from .kernel import Src, index_table, reduce_params, terms
+from ..compiler.kernel import Src, index_table, reduce_params, terms
 
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)
 

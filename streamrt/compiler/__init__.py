@@ -15,10 +15,10 @@ RENDERERS = {}
 def _renderer(name):
     if name not in RENDERERS:
         if name == "numba":
-            from . import render_numba
+            from ..backends.numba_cpu import render as render_numba
             RENDERERS[name] = render_numba.render
         elif name in ("opencl", "opencl-fp32", "cuda"):
-            from . import render_c
+            from ..backends import c_render as render_c
             RENDERERS[name] = {"opencl": render_c.render_opencl, "cuda": render_c.render_cuda,
                                "opencl-fp32": render_c.render_opencl_fp32}[name]
     return RENDERERS[name]
@@ -44,7 +44,7 @@ def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset
 
 
 def _c_host(k):
-    from .render_c import has_complex
+    from ..backends.c_render import has_complex
     return has_complex(k)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.ops import OPS
 from ..core.ir import NEW
-from .render_numba import HEADER, cast, map_line, npname, scalar_params
+from ..backends.numba_cpu.render import HEADER, cast, map_line, npname, scalar_params
 
 SCANS = ("cumsum", "cumprod")
 
