@@ -43,7 +43,7 @@ def sync():
 
 def devices(refresh: bool = False) -> list:
     """The executors that work on this machine (Numba CPU, OpenCL devices, CUDA devices)."""
-    from .executors.devices import devices as _devices
+    from .backends.devices import devices as _devices
     return _devices(refresh)
 
 
@@ -74,8 +74,9 @@ def clear_caches(disk: bool = False):
     """Empty the trace, macro and in-memory program caches, and the device executors' compiled
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
     device compilers' caches included)."""
-    from .caches import macro_cache, program_cache, trace_cache
-    from .executors import device_cache
+    from .caches import macro_cache, trace_cache
+    from .backends.numba_cpu import program_cache
+    from .backends import device_cache
     sync()
     trace_cache.get().clear()
     macro_cache.get().clear()
@@ -85,8 +86,9 @@ def clear_caches(disk: bool = False):
 
 def cache_info() -> dict:
     """Sizes and bounds of the three caches (and of the device program cache)."""
-    from .caches import macro_cache, program_cache, trace_cache
-    from .executors import device_cache
+    from .caches import macro_cache, trace_cache
+    from .backends.numba_cpu import program_cache
+    from .backends import device_cache
     return {"trace": trace_cache.get().info(), "macro": macro_cache.get().info(),
             "program": program_cache.cache_info(), "device": device_cache.info()}
 

@@ -94,12 +94,12 @@ def test_streamrt_backend_environment_variable():
 
 
 def test_program_cache_key_covers_the_helpers_kernels_inline():
-    """Generated kernels inline executors/cpu_lib.py: a change there must change the program
-    key (else Numba's disk cache would serve kernels compiled with the old helpers)."""
+    """Generated kernels inline backends/numba_cpu/lib.py: a change there must change the
+    program key (else Numba's disk cache would serve kernels compiled with the old helpers)."""
     import hashlib
 
     from streamrt.core import keys
-    from streamrt.executors import cpu_lib
-    with open(cpu_lib.__file__, "rb") as f:
+    from streamrt.backends.numba_cpu import lib
+    with open(lib.__file__, "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()[:12]
-    assert f"cpu_lib={digest}" in keys.compiler_versions()
+    assert f"lib={digest}" in keys.compiler_versions()

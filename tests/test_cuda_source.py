@@ -211,8 +211,8 @@ def test_cuda_executor_implements_the_device_primitives():
     import contextlib
     from types import SimpleNamespace
 
-    from streamrt.executors.cuda import CUDAExecutor
-    from streamrt.executors.device import DeviceExecutor
+    from streamrt.backends.cuda.executor import CUDAExecutor
+    from streamrt.backends.device import DeviceExecutor
     prims = [m for m in vars(DeviceExecutor) if m.startswith("_") and not m.startswith("__")]
     for m in ("_dev_alloc", "_h2d", "_d2h", "_build", "_get_function", "_kernel_max_wg", "_enqueue",
               "_wait", "_finish", "_is_oom", "_free_pool"):

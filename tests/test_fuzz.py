@@ -284,7 +284,7 @@ def executor(request):
 @given(st.data())
 def test_random_programs_match_numpy(executor, data):
     with ps.config.override(backend=executor):
-        from streamrt.executors import registry
+        from streamrt.backends import registry
         assert registry.get().name == executor
         before = ps.runtime_stats()
         _random_program(data)

@@ -13,7 +13,7 @@ from helpers import DTYPE_IDS, DTYPES, OPENCL, assert_same, data, numpy_supports
 
 import streamrt as ps
 from streamrt.core import dtypes as D, ops
-from streamrt.executors import registry
+from streamrt.backends import registry
 
 pytest.importorskip("pyopencl")
 
@@ -339,7 +339,7 @@ def test_build_failure_splits_then_falls_back(ocl, stats, monkeypatch):
 
     def flaky(src):
         if "sin(" in src:
-            from streamrt.executors.device import BuildError
+            from streamrt.backends.device import BuildError
             raise BuildError("injected")
         return real(src)
 

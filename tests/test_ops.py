@@ -24,7 +24,7 @@ def backend(request):
     """Run the test on each executor: fused Numba kernels, fused OpenCL C kernels (where an
     OpenCL device works: PoCL in CI), and NumPy one op at a time."""
     with ps.config.override(backend=request.param):
-        from streamrt.executors import registry
+        from streamrt.backends import registry
         assert registry.get().name == request.param
         yield request.param
 

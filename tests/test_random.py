@@ -13,7 +13,7 @@ from helpers import EXECUTORS
 
 import streamrt as ps
 from streamrt.core import rngcore as R
-from streamrt.executors import cpu_rng
+from streamrt.backends.numba_cpu import rng as cpu_rng
 
 HERE = os.path.basename(__file__)
 GENS = ("philox", "fast")

@@ -8,7 +8,7 @@ import pytest
 from helpers import assert_same
 
 import streamrt as ps
-from streamrt.executors import cpu
+from streamrt.backends.numba_cpu import executor as cpu
 
 ROWS, COLS = 96, 50        # 64+ rows: row fusion applies
 

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 import streamrt as ps
 from streamrt.core import ops
-from streamrt.executors import vecmath as V
+from streamrt.backends.numba_cpu import vecmath as V
 
 UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
          "cosh", "tanh", "cbrt"]

@@ -150,7 +150,7 @@ def render(ops, leaves, p):
 
 def arguments(prog):
     """The kernel's arguments: leaves broadcast to the scan's shape, scalars, the output."""
-    from ..executors.base import kernel_scalar
+    from ..backends.base import kernel_scalar
     p = prog.ops[-1]
     args = []
     for i in prog.inputs:
@@ -165,7 +165,7 @@ def arguments(prog):
 
 def run_reference(prog):
     """The same program op by op with NumPy (a kernel that would not compile)."""
-    from ..executors.base import ref_value, run_refop
+    from ..backends.base import ref_value, run_refop
     vals = {}
 
     def val(i):

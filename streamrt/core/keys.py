@@ -9,16 +9,17 @@ from .config import FLAGS, settings
 
 @functools.lru_cache(maxsize=1)
 def compiler_versions() -> str:
-    """Compiler versions and the helpers generated kernels inline (executors/cpu_lib.py and
-    executors/vecmath.py): a change to either must not load kernels compiled before it."""
+    """Compiler versions and the helpers generated kernels inline (backends/numba_cpu/lib.py,
+    vecmath.py, rng.py and core/rngcore.py): a change to any must not load kernels compiled
+    before it."""
     import hashlib          # (not at import time: OpenSSL's start-up is ~6 ms)
 
     import numba
     import numpy
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
-    for lib in (("executors", "cpu_lib.py"), ("executors", "vecmath.py"),
-                ("executors", "cpu_rng.py"), ("core", "rngcore.py")):
+    for lib in (("backends", "numba_cpu", "lib.py"), ("backends", "numba_cpu", "vecmath.py"),
+                ("backends", "numba_cpu", "rng.py"), ("core", "rngcore.py")):
         with open(os.path.join(pkg, *lib), "rb") as f:
             libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={numba.__version__};numpy={numpy.__version__};" + ";".join(libs)

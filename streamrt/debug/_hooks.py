@@ -53,7 +53,7 @@ def _copy_out(port, value):
     if not compare.close(value, ref, port.dtype).all():
         if port.kind == "view" and port.ref is None:
             port.ref = ref
-        from ..executors import registry
+        from ..backends import registry
         err = compare.report(port, value, registry.get(), "on copy-out", dispatch=True)
         if err is not None:
             raise err

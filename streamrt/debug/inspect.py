@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from ..executors.base import run_refop
+from ..backends.base import run_refop
 from ..scheduler import workqueue
 from ..core.ir import DONE, NEW, SUBMITTED, strided
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..executors.base import run_refop
+from ..backends.base import run_refop
 from ..scheduler import cscheduler
 from ..core.ir import strided
 

@@ -17,7 +17,7 @@ from ..core import stats
 from ..core.config import settings
 from ..core.ops import REDUCTIONS
 from ..core.ir import strided
-from .base import Executor, kernel_partials, kernel_scalar, ref_value
+from ..backends.base import Executor, kernel_partials, kernel_scalar, ref_value
 
 _task_ids = itertools.count(1)
 
@@ -132,7 +132,7 @@ class Local:
 
 
 def _kernel_outputs(k, table, bufs, stores, scalars, reds, partials, K, shifts):
-    from ..caches import program_cache
+    from ..backends.numba_cpu import program_cache
     args = [table] + bufs
     outs = [np.empty(s, d) for s, d in stores]
     args += [o.reshape(-1) for o in outs]
@@ -154,7 +154,7 @@ def run_group(steps, keep):
     reds, partials, K, shifts); ``bases`` are row pieces of each local buffer, a ``Local``
     piece being an output of an earlier step. Returns the outputs listed in ``keep`` (one
     array or a tuple)."""
-    from ..caches import program_cache
+    from ..backends.numba_cpu import program_cache
     got = []
     for source, fn, table, bases, load_base, stores, scalars, reds, partials, K, shifts \
             in steps:
@@ -220,7 +220,7 @@ class _Spec:
 
 def run_whole(spec, args):
     """Worker: evaluate one non-fusible op on whole (assembled) inputs."""
-    from .base import run_refop
+    from ..backends.base import run_refop
     vals = []
     for a in args:
         if a[0] == "scalar":

@@ -173,14 +173,14 @@ def record_map(name, *args, site=None):
             p.dtype = w
     if name == "power" and D.is_int(loop_dt) and ports[1].kind in ("scalar", "const") \
             and ports[1].size == 1 and ports[1].shape == ():
-        from ..executors.base import ref_value
+        from ..backends.base import ref_value
         e = ref_value(ports[1]) if ports[1].kind == "scalar" else ports[1].value
         if int(np.asarray(e)) < 0:
             raise record_error(ValueError, "Integers to negative integer powers are not "
                                "allowed.", site)
     if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
         # constant folding: every operand is a known scalar
-        from ..executors.base import ref_value
+        from ..backends.base import ref_value
         with np.errstate(all="ignore"):
             vals = [ref_value(p) if p.kind == "scalar" else p.value.astype(w, copy=False)
                     for p, w in zip(ports, want)]

@@ -20,7 +20,7 @@ import numpy as np
 from ..core import stats, keys
 from ..caches import macro_cache
 from ..core.config import settings
-from ..executors import registry
+from ..backends import registry
 from ..compiler import sequence
 from ..profiler import collector
 from ..scheduler import cscheduler

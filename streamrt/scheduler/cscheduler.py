@@ -15,7 +15,7 @@ from ..compiler import sequence
 from ..compiler.kernel import is_update
 from ..profiler import collector
 from ..core.config import settings
-from ..executors.base import HostPool, host_pool
+from ..backends.base import HostPool, host_pool
 from . import escheduler as es_mod, placement, workqueue as _wq
 from .flow import Flow
 from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch

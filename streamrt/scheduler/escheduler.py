@@ -9,7 +9,7 @@ import threading
 import time
 
 from ..core import stats
-from ..executors.base import alloc_outputs
+from ..backends.base import alloc_outputs
 from ..core.errors import ExecutionError
 from ..profiler import collector
 from . import placement
@@ -260,7 +260,7 @@ def get(flow=None) -> EScheduler:
 
 
 def shutdown():
-    from ..executors import registry
+    from ..backends import registry
     if collector.active() is not None:
         try:
             collector.stop()          # write the profile while the pipeline still runs

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import stats, keys
 from ..core.config import settings
-from ..executors import registry
+from ..backends import registry
 from ..core.ir import DONE
 
 _lock = threading.Lock()
@@ -69,7 +69,7 @@ def _available():
     """[(name, device info)] of the device backends that work here (discovered once)."""
     global _devices
     if _devices is None:
-        from ..executors.devices import devices
+        from ..backends.devices import devices
         found = []
         for d in devices():
             if d["backend"] in ("opencl", "cuda") and d["available"] and \

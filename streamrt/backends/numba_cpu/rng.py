@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..core import rngcore as R
+from ...core import rngcore as R
 
 __all__ = ["_rng_uniform_f64", "_rng_uniform_f32", "_rng_normal", "_rng_integers",
            "_rngq_uniform_f32", "_rngq_uniform_f64", "_rngq_integers",

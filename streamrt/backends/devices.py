@@ -24,7 +24,7 @@ def _cpu():
 
 def _opencl():
     try:
-        from .opencl import list_devices, probe
+        from .opencl.executor import list_devices, probe
         devs = list_devices()
     except Exception as e:  # noqa: BLE001 - pyopencl missing or no ICD loader
         return [{"backend": "opencl", "name": None, "available": False,
@@ -85,9 +85,9 @@ def make_device_executor(name):
     from ..core import stats
     try:
         if name == "opencl":
-            from .opencl import OpenCLExecutor
+            from .opencl.executor import OpenCLExecutor
             return OpenCLExecutor()
-        from .cuda import CUDAExecutor
+        from .cuda.executor import CUDAExecutor
         return CUDAExecutor()
     except Exception as e:  # noqa: BLE001
         warnings.warn(f"streamrt: STREAMRT_BACKEND={name} but no working {name} device "

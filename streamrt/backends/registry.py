@@ -12,10 +12,10 @@ _device = False         # has an OpenCL or CUDA executor been created (read at e
 
 def _make(name):
     if name == "cpu":
-        from .cpu import CPUExecutor
+        from .numba_cpu.executor import CPUExecutor
         return CPUExecutor()
     if name == "reference":
-        from .reference import ReferenceExecutor
+        from .reference.executor import ReferenceExecutor
         return ReferenceExecutor()
     if name in ("opencl", "cuda"):
         from .devices import make_device_executor

@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 
-from ..core import config, stats, keys
-from ..profiler import collector
-from .lru import LRU
+from ...core import config, stats, keys
+from ...profiler import collector
+from ...caches.lru import LRU
 
 _mem = LRU(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)

@@ -2,8 +2,8 @@
 of the tests and of the debugger."""
 from __future__ import annotations
 
-from ..core import stats
-from .base import Executor, ref_value, run_refop
+from ...core import stats
+from ..base import Executor, ref_value, run_refop
 
 
 class ReferenceExecutor(Executor):

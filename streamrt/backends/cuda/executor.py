@@ -10,8 +10,8 @@ import threading
 
 import numpy as np
 
-from ..core.config import cache_dir, settings
-from .device import BuildError, DeviceExecutor
+from ...core.config import cache_dir, settings
+from ..device import BuildError, DeviceExecutor
 
 _OPTIONS = ("--std=c++11",)
 _cp = None
@@ -132,6 +132,6 @@ class CUDAExecutor(DeviceExecutor):
 
     # ---- intrinsics with CuPy (executors/cuda_intrinsics.py) -------------------------------
     def _host_program(self, prog):
-        from .cuda_intrinsics import run
+        from .intrinsics import run
         if not run(self, prog):
             super()._host_program(prog)

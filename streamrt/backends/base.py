@@ -51,7 +51,7 @@ def _block_shape():
     global _BLOCK_SHAPE
     if _BLOCK_SHAPE is None:
         import numba
-        from ..backends.numba_cpu.render import BLOCK
+        from .numba_cpu.render import BLOCK
         _BLOCK_SHAPE = (numba.config.NUMBA_NUM_THREADS, BLOCK)
     return _BLOCK_SHAPE
 
@@ -227,7 +227,7 @@ def _report(done):
 def run_refop(p, val):
     """Evaluate one port with NumPy (the reference semantics)."""
     from ..core.ops import OPS, REDUCTIONS
-    from ..backends.intrinsics import INTRINSICS
+    from .intrinsics import INTRINSICS
     args = [val(i) for i in p.inputs]
     with np.errstate(all="ignore"):
         if p.kind == "map":

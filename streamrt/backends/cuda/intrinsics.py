@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import stats
-from ..backends.linalg_intrinsics import GENERIC
+from ...core import stats
+from ..linalg_intrinsics import GENERIC
 
 
 class CupyModules:

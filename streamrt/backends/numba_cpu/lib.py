@@ -8,8 +8,8 @@ from numba import njit
 __all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
            "_shl", "_shr", "_erf_libm"]
 
-from .cpu_rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
-from .cpu_rng import __all__ as _rng_all  # noqa: E402
+from .rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
+from .rng import __all__ as _rng_all  # noqa: E402
 
 __all__ += _rng_all
 

@@ -9,10 +9,10 @@ import threading
 
 import numpy as np
 
-from ..core import stats
-from ..caches import program_cache
-from ..core.config import settings
-from .base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
+from ...core import stats
+from . import program_cache
+from ...core.config import settings
+from ..base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
 
 _layer_lock = threading.Lock()
 _layer_set = False
@@ -95,7 +95,7 @@ def _copy_complement(dst, src, off, shape, st):
     """Copy only the elements outside a rectangular unit-step region (the kernel writes the
     rest): for ``u[1:-1, 1:-1] = ...`` the boundary, not the whole array. False: not such a
     region (the caller copies everything)."""
-    from ..core.ir import c_strides
+    from ...core.ir import c_strides
     nd = src.ndim
     cs = c_strides(src.shape)
     if not src.size or len(shape) != nd or any(n > 1 and s != c for n, s, c in
@@ -145,7 +145,7 @@ class CPUExecutor(Executor):
             stats.add("intrinsics_launched")
 
     def _run_scan(self, prog):
-        from ..compiler import scan
+        from ...compiler import scan
         try:
             d = self.compile(prog)
             program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
@@ -159,7 +159,7 @@ class CPUExecutor(Executor):
         stats.add("kernels_launched")
 
     def _split_and_run(self, prog):
-        from .. import compiler
+        from ... import compiler
         parts = compiler.split(prog)
         if parts is None:
             # a single op that will not compile: evaluate it with NumPy (counted)

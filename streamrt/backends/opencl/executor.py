@@ -9,8 +9,8 @@ import sys
 import threading
 import warnings
 
-from ..core.config import cache_dir, settings
-from .device import BuildError, DeviceExecutor
+from ...core.config import cache_dir, settings
+from ..device import BuildError, DeviceExecutor
 
 _BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
