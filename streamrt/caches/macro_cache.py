@@ -3,7 +3,8 @@ section's program sequence and where its outputs are. Bounded (LRU per section a
 with the same structure as the trace cache (see frontend/macro.py for recording and replay)."""
 from __future__ import annotations
 
-from .lru import LRU
+from cachetools import LRUCache
+
 from .trace_cache import TraceCache
 
 
@@ -13,7 +14,7 @@ class MacroCache(TraceCache):
 
     def __init__(self, max_entries=256, per_bucket=16):
         super().__init__(max_entries, per_bucket)
-        self._sections = LRU(max_entries)
+        self._sections = LRUCache(max_entries)
         self.generation = 0         # bumped by clear(): macros' own memos of a section die
 
     @staticmethod

@@ -12,11 +12,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from cachetools import LRUCache
+
 from ..core import stats
-from .lru import LRU
 
 
-class _Global(LRU):
+class _Global(LRUCache):
+    """The bound on all entries: evicting one tells the cache, which drops it from its
+    bucket (cachetools evicts through ``popitem``)."""
+
     def __init__(self, owner, maxsize):
         super().__init__(maxsize=maxsize)
         self._owner = owner

@@ -18,11 +18,12 @@ import sys
 import threading
 import time
 
+from cachetools import LRUCache
+
 from ...core import config, stats, keys
 from ...profiler import collector
-from ...caches.lru import LRU
 
-_mem = LRU(1024)       # key -> Kernels
+_mem = LRUCache(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)
 _lock = threading.Lock()
 _counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}
