@@ -48,7 +48,7 @@ os.environ["STREAMRT_CACHE_DIR"] = CACHE
 import numpy as np  # noqa: E402
 
 import streamrt as ps  # noqa: E402
-from streamrt.scheduler import cscheduler  # noqa: E402
+from streamrt.runtime import cscheduler  # noqa: E402
 
 N = 1000
 REPEATS = 7

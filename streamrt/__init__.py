@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 
 def sync():
     """Compile and run everything recorded so far in this thread, and wait for it."""
-    from .scheduler import cscheduler
+    from .runtime import cscheduler
     cscheduler.sync()
 
 
@@ -50,8 +50,8 @@ def devices(refresh: bool = False) -> list:
 def hint_execute():
     """Start compiling and running what has been recorded so far (does not wait)."""
     from .core.errors import callsite
-    from .scheduler import cscheduler
-    from .scheduler.workqueue import current_queue
+    from .runtime import cscheduler
+    from .runtime.workqueue import current_queue
     current_queue().hint("execute", callsite())
     cscheduler.flush(reason="hint")
 
@@ -59,7 +59,7 @@ def hint_execute():
 def hint_read(*arrays):
     """Say these arrays will be read soon: their computation starts now (does not wait)."""
     from .core.errors import callsite
-    from .scheduler import cscheduler
+    from .runtime import cscheduler
     from .core.ir import NEW
     site = callsite()
     for a in arrays:
@@ -74,7 +74,7 @@ def clear_caches(disk: bool = False):
     """Empty the trace, macro and in-memory program caches, and the device executors' compiled
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
     device compilers' caches included)."""
-    from .caches import macro_cache, trace_cache
+    from .runtime import macro_cache, trace_cache
     from .backends.numba_cpu import program_cache
     from .backends import device_cache
     sync()
@@ -86,7 +86,7 @@ def clear_caches(disk: bool = False):
 
 def cache_info() -> dict:
     """Sizes and bounds of the three caches (and of the device program cache)."""
-    from .caches import macro_cache, trace_cache
+    from .runtime import macro_cache, trace_cache
     from .backends.numba_cpu import program_cache
     from .backends import device_cache
     return {"trace": trace_cache.get().info(), "macro": macro_cache.get().info(),

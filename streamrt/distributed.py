@@ -67,13 +67,13 @@ def close():
             c.close()
             cl.close()
         _client, _owned = None, None
-        from .scheduler import cscheduler
+        from .runtime import cscheduler
         cscheduler.distributed_route = None
 
 
 def _install():
     from .executors import dask as dex
-    from .scheduler import cscheduler
+    from .runtime import cscheduler
     cscheduler.distributed_route = dex.route
 
 
@@ -208,7 +208,7 @@ def to_dask(x):
     """A ``dask.array`` over a streamrt array's chunks (a local array becomes one chunk)."""
     import dask.array as da
     from .executors.dask import DistValue
-    from .scheduler import cscheduler
+    from .runtime import cscheduler
     p = x._port
     cscheduler.ensure(p)
     base, off, st = p.base_view()
@@ -226,7 +226,7 @@ def to_dask(x):
 def chunks(x):
     """The row bounds along axis 0 of a distributed array (None for a local one)."""
     from .executors.dask import DistValue
-    from .scheduler import cscheduler
+    from .runtime import cscheduler
     cscheduler.ensure(x._port)
     v = x._port.base_view()[0].value
     return list(v.bounds) if isinstance(v, DistValue) and v.bounds is not None else None

@@ -23,7 +23,7 @@ from .core import dtypes as D, rngcore
 from .frontend.array import Array, _enqueue, const_port, finish_out, operand
 from .core.errors import ArgumentError, DTypeError, callsite, record_error
 from .core.ir import Port
-from .scheduler.workqueue import current_queue
+from .runtime.workqueue import current_queue
 
 __all__ = ["default_rng", "Generator", "seed", "random", "rand", "randn", "uniform", "normal",
            "standard_normal", "integers", "randint", "choice", "random_sample"]

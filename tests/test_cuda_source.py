@@ -17,7 +17,7 @@ import streamrt as ps
 from streamrt.core import dtypes as D, ops
 from streamrt import compiler
 from streamrt.backends import c_render as render_c
-from streamrt.scheduler.workqueue import current_queue
+from streamrt.runtime.workqueue import current_queue
 
 UNARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 1 and n != "astype"]
 BINARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 2]

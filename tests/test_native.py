@@ -13,7 +13,7 @@ import pytest
 import streamrt as ps
 from streamrt.frontend import native
 from streamrt.core import ir
-from streamrt.scheduler import workqueue
+from streamrt.runtime import workqueue
 
 needs_native = pytest.mark.skipif(native._native is None,
                                   reason="the C extension is not built here")
@@ -289,7 +289,7 @@ def test_following_a_cached_trace_and_leaving_it(stats):
     """A queue starting where a cached trace started follows it (no key entries built); a
     flush that matched it all takes the cached entries object itself; a trace that diverges
     keys exactly as if nothing had been followed."""
-    from streamrt.caches import trace_cache
+    from streamrt.runtime import trace_cache
 
     u = ps.asarray(np.arange(8.0))
 

@@ -169,7 +169,7 @@ def test_philox_kat_end_to_end(be):
 def _numba_sources(build):
     """The Numba kernel sources ProgGen makes of what ``build()`` records (nothing runs)."""
     from streamrt import compiler
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt.runtime.workqueue import current_queue
     ps.sync()
     keep = build()
     seq = compiler.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
@@ -256,7 +256,7 @@ def test_released_random_array_never_touches_memory(stats):
 
 def test_fused_kernel_reads_no_array():
     from streamrt import compiler
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt.runtime.workqueue import current_queue
     g = ps.random.default_rng(1)
     ps.sync()
     y = g.standard_normal((50, 20)) * 0.5 + g.random((50, 20))
@@ -609,7 +609,7 @@ def test_reference_mode_agrees(stats):
 @pytest.mark.parametrize("renderer", ["cuda", "opencl"])
 def test_c_renderers_emit_rng_helpers(renderer):
     from streamrt import compiler
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt.runtime.workqueue import current_queue
     ps.sync()
     g = ps.random.default_rng(1, bit_generator="fast")
     keep = [g.standard_normal((7, 9)).sum(axis=0), g.random(5, dtype=np.float32) + 1]

@@ -13,9 +13,9 @@ import streamrt as ps
 from streamrt.core.errors import callsite
 from streamrt.backends import intrinsics
 from streamrt.compiler.sequence import Program, ProgramSequence
-from streamrt.scheduler import cscheduler, escheduler
-from streamrt.scheduler.flow import Flow
-from streamrt.scheduler.pending import PendingTable
+from streamrt.runtime import cscheduler, escheduler
+from streamrt.runtime.flow import Flow
+from streamrt.runtime.pending import PendingTable
 from streamrt.core.ir import DONE, FAILED, SUBMITTED, Port
 
 HERE = os.path.basename(__file__)

@@ -14,8 +14,8 @@ import pytest
 import streamrt as ps
 import streamrt.compiler as compiler
 from helpers import assert_same
-from streamrt.caches import trace_cache as tc_mod
-from streamrt.caches.trace_cache import TraceCache
+from streamrt.runtime import trace_cache as tc_mod
+from streamrt.runtime.trace_cache import TraceCache
 
 HERE = os.path.basename(__file__)
 N = 1000

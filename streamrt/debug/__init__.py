@@ -18,7 +18,7 @@ def reference_mode(compare="both", action="raise"):
     'after' (as each program completes), 'copy-out' (when the application reads), 'both' or
     'none'; ``action`` on a mismatch: 'raise', 'warn' or 'log'."""
     from ..core import config
-    from ..scheduler import cscheduler
+    from ..runtime import cscheduler
     cscheduler.sync()
     old = {k: getattr(config.settings, k) for k in
            ("reference", "reference_compare", "reference_action")}

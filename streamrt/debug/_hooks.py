@@ -2,13 +2,13 @@
 or removes it when neither is on, so the normal record path pays nothing."""
 from __future__ import annotations
 
-from ..scheduler import workqueue
+from ..runtime import workqueue
 
 
 def update():
     from ..core.config import settings
     from ..frontend import array
-    from ..scheduler import escheduler
+    from ..runtime import escheduler
     from . import reference
     from .inspect import _check, active
     ref_on = bool(settings.reference)

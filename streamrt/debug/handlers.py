@@ -67,7 +67,7 @@ def dispatch(err, site, op):
         if r in (None, "raise"):
             continue
         if r == "abort":
-            from ..scheduler.workqueue import current_queue
+            from ..runtime.workqueue import current_queue
             q = current_queue()
             if q.recording is None:
                 q.take_trace()

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from ..backends.base import run_refop
-from ..scheduler import workqueue
+from ..runtime import workqueue
 from ..core.ir import DONE, NEW, SUBMITTED, strided
 
 _breaks: dict = {}      # (abs file, line) -> callback
@@ -20,7 +20,7 @@ def inspect(x):
     on a cloned graph, one op at a time with NumPy, and not cached -- the real queue is left
     untouched."""
     from ..frontend.array import Array
-    from ..scheduler import escheduler
+    from ..runtime import escheduler
     port = x._port if isinstance(x, Array) else x
     memo = {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.base import run_refop
-from ..scheduler import cscheduler
+from ..runtime import cscheduler
 from ..core.ir import strided
 
 

@@ -421,7 +421,7 @@ class DaskExecutor(Executor):
                 self._drain(self._window.popleft())
 
     def _drain(self, refs):
-        from ..scheduler import cscheduler, escheduler
+        from ..runtime import cscheduler, escheduler
         es = escheduler.get(cscheduler.flow())
         futs = []
         for r in refs:
@@ -441,7 +441,7 @@ class DaskExecutor(Executor):
     def launch(self, prog):
         """Run one program on its own (the E-Scheduler path; ``run_sequence`` is the usual
         one)."""
-        from ..scheduler import cscheduler, escheduler
+        from ..runtime import cscheduler, escheduler
         g = _Group(self, escheduler.get(cscheduler.flow()), {})
         if prog.kind == "kernel":
             g.add(prog)
@@ -455,7 +455,7 @@ class DaskExecutor(Executor):
         the cluster). Consecutive kernels whose chunks line up row for row are grouped into
         one task per chunk; a kernel that reads a neighbour's rows, is chunked differently
         or reads a combined reduction starts a new group."""
-        from ..scheduler import cscheduler, escheduler
+        from ..runtime import cscheduler, escheduler
         from ..core.ir import FAILED, SUBMITTED
         stats.add("sequences_submitted")
         stats.add("dask_sequences")

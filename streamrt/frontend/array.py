@@ -12,9 +12,9 @@ import numpy as np
 from ..core import dtypes as D, stats
 from ..core.config import settings
 from ..core.ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
-from ..scheduler import cscheduler
+from ..runtime import cscheduler
 from ..core.ir import DONE, Port, c_strides
-from ..scheduler.workqueue import current_queue, _local as _tls
+from ..runtime.workqueue import current_queue, _local as _tls
 from ..core.errors import _INTERNAL, CallSite
 from ..core.errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
                            StreamrtAxisError, StreamrtError, StreamrtIndexError,

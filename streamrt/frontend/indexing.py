@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import dtypes as D
 from ..core.ir import DONE, Port, c_strides, strided
-from ..scheduler.workqueue import current_queue
+from ..runtime.workqueue import current_queue
 from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
                            StreamrtOverflowError, callsite, record_error)
 

@@ -18,14 +18,13 @@ import functools
 import numpy as np
 
 from ..core import stats, keys
-from ..caches import macro_cache
+from ..runtime import macro_cache, cscheduler
 from ..core.config import settings
 from ..backends import registry
 from ..compiler import sequence
 from ..profiler import collector
-from ..scheduler import cscheduler
 from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
-from ..scheduler.workqueue import current_queue
+from ..runtime.workqueue import current_queue
 from .array import Array, const_port
 from ..core.errors import ArgumentError, MacroError, callsite, record_error
 
@@ -375,7 +374,7 @@ class Macro:
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None:
-            from ..executors import direct
+            from ..runtime import direct
             sec.direct = (settings.direct_replay and direct.plan(
                 sec, seq, ports, executor, Array._wrap, _unflatten)) or False
         cscheduler.submit_replay(seq, ports, executor)

@@ -50,8 +50,7 @@ def install():
     if _installed or _native is None or not _on:
         return
     from ..core import config, keys, ir, errors
-    from ..caches import trace_cache
-    from ..scheduler import workqueue
+    from ..runtime import trace_cache, workqueue
     from . import array, pieces
     _native.configure({
         "Array": array.Array, "Port": ir.Port, "CallSite": errors.CallSite,
@@ -73,7 +72,7 @@ def install():
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     config.listeners.append(_native.settings_changed)
-    from ..scheduler import cscheduler
+    from ..runtime import cscheduler
     cscheduler.released_flags = _native.released_flags
     cscheduler._unwritten = _native.unwritten
     _installed = True

@@ -17,7 +17,7 @@ def profile(path="run.stprof"):
     exactly the operations recorded inside it."""
     if collector.active() is not None:
         raise RuntimeError("a profile is already being recorded")
-    from ..scheduler import cscheduler
+    from ..runtime import cscheduler
     cscheduler.sync()
     c = collector.start(path)
     try:

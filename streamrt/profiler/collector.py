@@ -181,7 +181,7 @@ def start(path):
 def stop(write=True):
     """Wait for outstanding work, detach the collector and write its run file."""
     global _active
-    from ..scheduler import cscheduler
+    from ..runtime import cscheduler
     c = _active
     if c is None:
         return None

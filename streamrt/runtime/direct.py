@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core import dtypes as D, stats
 from ..backends.numba_cpu import program_cache
-from ..scheduler import cscheduler
+from . import cscheduler
 from ..core.ir import DONE, Port
 from ..compiler.kernel import is_update
 from ..backends.linalg_intrinsics import HOST_INTRINSICS

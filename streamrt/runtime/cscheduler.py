@@ -10,13 +10,12 @@ import numpy as np
 
 from .. import compiler
 from ..core import stats, keys
-from ..caches import macro_cache, trace_cache
+from . import macro_cache, trace_cache, escheduler as es_mod, placement, workqueue as _wq
 from ..compiler import sequence
 from ..compiler.kernel import is_update
 from ..profiler import collector
 from ..core.config import settings
 from ..backends.base import HostPool, host_pool
-from . import escheduler as es_mod, placement, workqueue as _wq
 from .flow import Flow
 from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
 from .workqueue import current_queue
@@ -59,7 +58,7 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
                 prof.cache(cache.stat[:5], True, _first_site(entries))
             seq = sequence.instantiate(t, kports)
             if plan is None and direct_ok:
-                from ..executors import direct
+                from . import direct
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
         esites = [e[1].site for e in entries if e[0] == "compute"]
