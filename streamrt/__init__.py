@@ -20,9 +20,9 @@ from .frontend.macro import Macro, macro, macro_section  # noqa: F401
 from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
 from .frontend.math import max, min, sum, any, all, abs  # noqa: F401,A004
-from . import debug  # noqa: F401
-from .debug import pop_error_handler, push_error_handler  # noqa: F401
-from .profiler import profile  # noqa: F401
+from .tools import debug  # noqa: F401
+from .tools.debug import pop_error_handler, push_error_handler  # noqa: F401
+from .tools.profiler import profile  # noqa: F401
 from .core.stats import reset_stats, runtime_stats  # noqa: F401
 
 ndarray = Array
@@ -97,7 +97,7 @@ def is_lazy(x) -> bool:
     return isinstance(x, Array)
 
 
-from .profiler import _from_env as _profile_from_env  # noqa: E402
+from .tools.profiler import _from_env as _profile_from_env  # noqa: E402
 
 _profile_from_env()
 if config.settings.reference:

@@ -11,7 +11,7 @@ import streamrt as ps
 
 distributed = pytest.importorskip("distributed")
 
-from streamrt.executors import dask as dex  # noqa: E402
+from streamrt.distributed import executor as dex  # noqa: E402
 
 N, M, K = 64, 33, 4           # 4 chunks of 16 rows
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtypes as D, stats
 from ..core.config import settings
 from ..core.ops import loop_operands
-from ..profiler import collector
+from ..tools.profiler import collector
 from ..compiler.sequence import elements
 
 

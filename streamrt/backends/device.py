@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import stats
 from ..core.config import settings
-from ..profiler import collector
+from ..tools.profiler import collector
 from . import c_render as render_c
 from .base import Executor, ref_value, run_refop, scalar_value
 

@@ -146,7 +146,7 @@ def record_error(cls, msg, site=None):
     err = cls(_fmt(site, msg))
     err.site = site
     if _handler_stack:
-        from ..debug import handlers
+        from ..tools.debug import handlers
         handlers.dispatch(err, site, msg.split(":", 1)[0].split("(", 1)[0].strip())
     return err
 

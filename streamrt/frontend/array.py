@@ -586,7 +586,7 @@ on_read = None          # debugger hook: (port, host value) at every read
 def _handled(e, p):
     """Error handlers may choose to continue past a failed computation: the read then returns
     the optimised value (a reference mismatch) or NaN / 0 (a failed program)."""
-    from ..debug import handlers
+    from ..tools.debug import handlers
     if not handlers._stack or isinstance(e, handlers.AbortError):
         return False
     if handlers.dispatch(e, getattr(e, "site", None) or p.site, getattr(e, "op", p.op)) \

@@ -22,7 +22,7 @@ from ..runtime import macro_cache, cscheduler
 from ..core.config import settings
 from ..backends import registry
 from ..compiler import sequence
-from ..profiler import collector
+from ..tools.profiler import collector
 from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
 from ..runtime.workqueue import current_queue
 from .array import Array, const_port

@@ -13,7 +13,7 @@ from ..core import stats, keys
 from . import macro_cache, trace_cache, escheduler as es_mod, placement, workqueue as _wq
 from ..compiler import sequence
 from ..compiler.kernel import is_update
-from ..profiler import collector
+from ..tools.profiler import collector
 from ..core.config import settings
 from ..backends.base import HostPool, host_pool
 from .flow import Flow
@@ -277,5 +277,5 @@ def sync():
     with f.cond:
         f.cond.wait_for(lambda: f.inflight == 0)
     if distributed_route is not None:       # and what runs on a Dask cluster
-        from ..executors import dask as dask_executor
+        from ..distributed import executor as dask_executor
         dask_executor.get().wait_all()

@@ -11,7 +11,7 @@ import time
 from ..core import stats
 from ..backends.base import alloc_outputs
 from ..core.errors import ExecutionError
-from ..profiler import collector
+from ..tools.profiler import collector
 from . import placement
 from .pending import PendingTable
 from ..core.ir import DONE, FAILED, SUBMITTED

@@ -19,7 +19,7 @@ class Flow:
                 self.waits += 1
                 t0 = time.perf_counter()
                 self.cond.wait_for(lambda: self.inflight < self.limit)
-                from ..profiler import collector
+                from ..tools.profiler import collector
                 prof = collector._active
                 if prof is not None:
                     prof.wait(t0, time.perf_counter() - t0)

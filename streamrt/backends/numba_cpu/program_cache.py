@@ -21,7 +21,7 @@ import time
 from cachetools import LRUCache
 
 from ...core import config, stats, keys
-from ...profiler import collector
+from ...tools.profiler import collector
 
 _mem = LRUCache(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 
-from ..core import errors as _errors
-from ..core.errors import StreamrtError
+from ...core import errors as _errors
+from ...core.errors import StreamrtError
 
 _stack: list = _errors._handler_stack
 _lock = threading.Lock()
@@ -67,7 +67,7 @@ def dispatch(err, site, op):
         if r in (None, "raise"):
             continue
         if r == "abort":
-            from ..runtime.workqueue import current_queue
+            from ...runtime.workqueue import current_queue
             q = current_queue()
             if q.recording is None:
                 q.take_trace()

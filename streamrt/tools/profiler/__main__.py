@@ -1,5 +1,5 @@
 """The CLI: ``streamrt-prof report RUN [--compare RUN2]``, ``streamrt-prof trace RUN -o
-trace.json``, ``streamrt-prof html RUN -o report.html`` (also ``python -m streamrt.profiler``)."""
+trace.json``, ``streamrt-prof html RUN -o report.html`` (also ``python -m streamrt.tools.profiler``)."""
 from __future__ import annotations
 
 import argparse

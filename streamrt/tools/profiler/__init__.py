@@ -1,5 +1,5 @@
 """Profiler: ``with ps.profile(path):`` or ``STREAMRT_PROFILE=path`` records a run file
-(see collector.py for the format); ``streamrt-prof`` / ``python -m streamrt.profiler`` reports
+(see collector.py for the format); ``streamrt-prof`` / ``python -m streamrt.tools.profiler`` reports
 on it (report.py)."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def profile(path="run.stprof"):
     exactly the operations recorded inside it."""
     if collector.active() is not None:
         raise RuntimeError("a profile is already being recorded")
-    from ..runtime import cscheduler
+    from ...runtime import cscheduler
     cscheduler.sync()
     c = collector.start(path)
     try:
@@ -27,7 +27,7 @@ def profile(path="run.stprof"):
 
 
 def _from_env():
-    from ..core.config import settings
+    from ...core.config import settings
     path = settings.profile
     if path and collector.active() is None:
         collector.start(path)

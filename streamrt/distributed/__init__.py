@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .core import stats
+from ..core import stats
 
 _lock = threading.Lock()
 _client = None
@@ -67,13 +67,13 @@ def close():
             c.close()
             cl.close()
         _client, _owned = None, None
-        from .runtime import cscheduler
+        from ..runtime import cscheduler
         cscheduler.distributed_route = None
 
 
 def _install():
-    from .executors import dask as dex
-    from .runtime import cscheduler
+    from . import executor as dex
+    from ..runtime import cscheduler
     cscheduler.distributed_route = dex.route
 
 
@@ -81,7 +81,7 @@ def parse_chunks(chunks, shape, site=None):
     """Row bounds along axis 0 from a ``chunks`` spec: an int (rows per chunk), a tuple of row
     counts for axis 0, a per-axis tuple whose entries past axis 0 are whole (``-1``/``None``/
     the axis size), or a dict ``{0: rows}``."""
-    from .core.errors import ArgumentError, record_error
+    from ..core.errors import ArgumentError, record_error
     if not shape:
         raise record_error(ArgumentError, "a distributed array needs at least one dimension",
                            site)
@@ -135,8 +135,8 @@ def _identity(x):
 
 
 def _wrap(value, site):
-    from .frontend.array import Array
-    from .core.ir import Port
+    from ..frontend.array import Array
+    from ..core.ir import Port
     p = Port("const", "const", value.dtype, value.shape, value=value, site=site)
     return Array._wrap(p)
 
@@ -145,9 +145,9 @@ def asarray(x, chunks, dtype=None):
     """A distributed copy of array-like ``x`` split along axis 0 by ``chunks``. Each chunk is
     held by a Dask task that carries its data (so Dask can recompute a chunk a lost worker
     held); the data travels through the scheduler once."""
-    from .executors.dask import DistValue
-    from .frontend.array import Array, host_copy
-    from .core.errors import callsite
+    from .executor import DistValue
+    from ..frontend.array import Array, host_copy
+    from ..core.errors import callsite
     site = callsite()
     if isinstance(x, Array):
         x = x.numpy()
@@ -168,9 +168,9 @@ def from_dask(darr):
     """A streamrt array over a ``dask.array`` (rechunked so that only axis 0 is split). Its
     chunks are computed on the cluster from ``darr``'s graph, which Dask keeps to recompute a
     lost chunk."""
-    from .executors.dask import DistValue
-    from .frontend.array import canonical_dtype
-    from .core.errors import ArgumentError, callsite, record_error
+    from .executor import DistValue
+    from ..frontend.array import canonical_dtype
+    from ..core.errors import ArgumentError, callsite, record_error
     site = callsite()
     if not hasattr(darr, "to_delayed") or not hasattr(darr, "chunks"):
         raise record_error(ArgumentError, f"from_dask() takes a dask.array.Array, got "
@@ -207,8 +207,8 @@ def from_npy_stack(dirname):
 def to_dask(x):
     """A ``dask.array`` over a streamrt array's chunks (a local array becomes one chunk)."""
     import dask.array as da
-    from .executors.dask import DistValue
-    from .runtime import cscheduler
+    from .executor import DistValue
+    from ..runtime import cscheduler
     p = x._port
     cscheduler.ensure(p)
     base, off, st = p.base_view()
@@ -225,8 +225,8 @@ def to_dask(x):
 
 def chunks(x):
     """The row bounds along axis 0 of a distributed array (None for a local one)."""
-    from .executors.dask import DistValue
-    from .runtime import cscheduler
+    from .executor import DistValue
+    from ..runtime import cscheduler
     cscheduler.ensure(x._port)
     v = x._port.base_view()[0].value
     return list(v.bounds) if isinstance(v, DistValue) and v.bounds is not None else None
@@ -234,7 +234,7 @@ def chunks(x):
 
 def is_distributed(x) -> bool:
     """True if ``x``'s value lives (or will live) on the cluster."""
-    from .executors.dask import DistValue
+    from .executor import DistValue
     return isinstance(getattr(x, "_port", None) and x._port.base_view()[0].value, DistValue)
 
 

@@ -146,7 +146,7 @@ class Collector:
 
     # ---- output ----------------------------------------------------------------------------
     def write(self):
-        from .. import __version__
+        from ... import __version__
         wall = self.now()
         with self.lock:
             lines = [{"t": "header", "format": "streamrt-profile", "version": 1,
@@ -181,7 +181,7 @@ def start(path):
 def stop(write=True):
     """Wait for outstanding work, detach the collector and write its run file."""
     global _active
-    from ..runtime import cscheduler
+    from ...runtime import cscheduler
     c = _active
     if c is None:
         return None

@@ -2,13 +2,13 @@
 or removes it when neither is on, so the normal record path pays nothing."""
 from __future__ import annotations
 
-from ..runtime import workqueue
+from ...runtime import workqueue
 
 
 def update():
-    from ..core.config import settings
-    from ..frontend import array
-    from ..runtime import escheduler
+    from ...core.config import settings
+    from ...frontend import array
+    from ...runtime import escheduler
     from . import reference
     from .inspect import _check, active
     ref_on = bool(settings.reference)
@@ -53,7 +53,7 @@ def _copy_out(port, value):
     if not compare.close(value, ref, port.dtype).all():
         if port.kind == "view" and port.ref is None:
             port.ref = ref
-        from ..backends import registry
+        from ...backends import registry
         err = compare.report(port, value, registry.get(), "on copy-out", dispatch=True)
         if err is not None:
             raise err

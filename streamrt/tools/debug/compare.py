@@ -8,8 +8,8 @@ import warnings
 
 import numpy as np
 
-from ..core import stats
-from ..core.errors import StreamrtError
+from ...core import stats
+from ...core.errors import StreamrtError
 
 # |optimised - reference| <= |reference * scale| + atol, per dtype kind/name
 TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "int32": (0, 0),
@@ -46,8 +46,8 @@ def close(opt, ref, dtype):
 def first_diverging(port, executor):
     """The call site of the first op (in recording order) among ``port`` and its ancestors
     whose optimised single-op evaluation on reference inputs differs from its reference."""
-    from .. import compiler
-    from ..core.ir import DONE, Port
+    from ... import compiler
+    from ...core.ir import DONE, Port
     order, seen = [], set()
 
     def visit(p):
@@ -92,7 +92,7 @@ def first_diverging(port, executor):
 def report(port, opt, executor, when, dispatch=True):
     """Handle a mismatch of ``port`` (value ``opt``): find the first diverging op and raise,
     warn or log according to the setting; returns the exception (for async delivery)."""
-    from ..core.config import settings
+    from ...core.config import settings
     stats.add("reference_mismatches")
     bad = first_diverging(port, executor)
     where = bad if bad is not None else port

@@ -17,8 +17,8 @@ def reference_mode(compare="both", action="raise"):
     NumPy on reference inputs, and optimised results are compared with them -- ``compare``:
     'after' (as each program completes), 'copy-out' (when the application reads), 'both' or
     'none'; ``action`` on a mismatch: 'raise', 'warn' or 'log'."""
-    from ..core import config
-    from ..runtime import cscheduler
+    from ...core import config
+    from ...runtime import cscheduler
     cscheduler.sync()
     old = {k: getattr(config.settings, k) for k in
            ("reference", "reference_compare", "reference_action")}
