@@ -41,7 +41,7 @@ static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/Num
 static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
 static PyObject *ufast_memo;     /* array._UFAST: (op, dtype) -> (out, loop) dtypes */
 static PyObject *piecewise;      /* pieces.PIECEWISE.data: non-empty -> the Python path */
-static PyObject *wq_dict;        /* workqueue module dict (on_record) */
+static PyObject *hooks_dict;     /* core/hooks.py module dict (on_record) */
 static PyObject *current_queue;  /* workqueue.current_queue */
 static PyObject *settings;       /* config.settings (queue_threshold) */
 static PyObject *iinfo;          /* array._IINFO: dtype -> (min, max) */
@@ -644,7 +644,7 @@ fail:
 static inline int plain_now(void) {
     if (PyDict_GET_SIZE(piecewise) != 0)
         return 0;
-    PyObject *h = PyDict_GetItemWithError(wq_dict, s_on_record);
+    PyObject *h = PyDict_GetItemWithError(hooks_dict, s_on_record);
     return h == NULL || h == Py_None;
 }
 
@@ -1097,7 +1097,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         get_type(cfg, "CallSite", &SiteType) || get_type(cfg, "WorkQueue", &QueueType) ||
         get_obj(cfg, "ids", &ids) || get_obj(cfg, "internal", &internal) ||
         get_obj(cfg, "fast", &fast_memo) || get_obj(cfg, "ufast", &ufast_memo) ||
-        get_obj(cfg, "piecewise", &piecewise) || get_obj(cfg, "workqueue_dict", &wq_dict) ||
+        get_obj(cfg, "piecewise", &piecewise) || get_obj(cfg, "hooks_dict", &hooks_dict) ||
         get_obj(cfg, "current_queue", &current_queue) ||
         get_obj(cfg, "follow", &follow_table) || get_obj(cfg, "settings", &settings) ||
         get_obj(cfg, "iinfo", &iinfo) || get_obj(cfg, "enqueue_plain", &enqueue_plain) ||
@@ -1107,7 +1107,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
         get_obj(cfg, "DEAD", &st_dead))
         return NULL;
     if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
-        !PyDict_Check(piecewise) || !PyDict_Check(wq_dict) || !PyDict_Check(iinfo) ||
+        !PyDict_Check(piecewise) || !PyDict_Check(hooks_dict) || !PyDict_Check(iinfo) ||
         !PyDict_Check(follow_table) ||
         !PyIter_Check(ids)) {
         PyErr_SetString(PyExc_TypeError, "configure: unexpected object types");
@@ -1245,7 +1245,7 @@ static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 2
+#define NATIVE_ABI 3
 
 static PyObject *enable(PyObject *mod, PyObject *on) {
     int v = PyObject_IsTrue(on);

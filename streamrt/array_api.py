@@ -514,9 +514,4 @@ def __array_namespace_info__():
 
 
 # ---- the Array side: x.device, x.to_device() (installed by streamrt/__init__.py) -----------
-def _to_device(self, device, /, *, stream=None):
-    _dev(device, callsite())
-    return self
-
-
 del _n

@@ -241,7 +241,7 @@ def test_an_array_from_another_threads_queue():
 
 @needs_native
 def test_queue_lock_is_reentrant_and_owned():
-    lock = native.QueueLock()
+    lock = native._native.QueueLock()
     assert lock.acquire() and lock.acquire()         # reentrant
     assert lock._is_owned()
     lock.release()

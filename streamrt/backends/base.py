@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 
-from ..core import dtypes as D, stats
+from ..core import dtypes as D, hooks, stats
 from ..core.config import settings
 from ..core.ops import loop_operands
-from ..tools.profiler import collector
 from ..compiler.sequence import elements
 
 
@@ -197,7 +196,7 @@ class Executor:
                 for p in prog.outputs:          # seen by the programs queued after this one
                     p.error = err
             dt = time.perf_counter() - t0
-            prof = collector._active
+            prof = hooks.profiler
             if prof is not None and err is None:
                 prof.kernel(prog, self, t0, dt)
             if settings.debug >= 2:

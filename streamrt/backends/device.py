@@ -13,9 +13,8 @@ import weakref
 
 import numpy as np
 
-from ..core import stats
+from ..core import hooks, stats
 from ..core.config import settings
-from ..tools.profiler import collector
 from . import c_render as render_c
 from .base import Executor, ref_value, run_refop, scalar_value
 
@@ -300,7 +299,7 @@ class DeviceExecutor(Executor):
 
     def _count(self, key, n, t0, direction):
         stats.add(key, n)
-        prof = collector._active
+        prof = hooks.profiler
         if prof is not None:
             prof.transfer(direction, n, t0, time.perf_counter() - t0, self.name)
 
@@ -402,7 +401,7 @@ class DeviceExecutor(Executor):
         dt = time.perf_counter() - t0
         stats.add("kernels_compiled")
         stats.add("compile_seconds", dt)
-        prof = collector._active
+        prof = hooks.profiler
         if prof is not None:
             prof.compile(t0, dt, "compiled", f"{self.name}:{prog.fn}")
         with self._lock:

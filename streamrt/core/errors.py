@@ -6,6 +6,8 @@ import sys
 
 import numpy as np
 
+from . import hooks
+
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
@@ -86,6 +88,10 @@ class StreamrtError(Exception):
     """Base of every error streamrt raises."""
 
 
+class AbortError(StreamrtError, RuntimeError):
+    """An error handler aborted the computation (``ps.push_error_handler``)."""
+
+
 class MacroError(StreamrtError, RuntimeError):
     """Misuse of a macro: recursion, a read or a write to an input while it is recorded."""
 
@@ -145,9 +151,8 @@ def record_error(cls, msg, site=None):
     site = site if site is not None else callsite()
     err = cls(_fmt(site, msg))
     err.site = site
-    if _handler_stack:
-        from ..tools.debug import handlers
-        handlers.dispatch(err, site, msg.split(":", 1)[0].split("(", 1)[0].strip())
+    if hooks.error_handlers and hooks.on_error is not None:
+        hooks.on_error(err, site, msg.split(":", 1)[0].split("(", 1)[0].strip())
     return err
 
 
@@ -159,5 +164,3 @@ def not_lazy(name, detail, what_is, site):
     err.detail = detail
     return err
 
-
-_handler_stack = []     # the same list as debug.handlers._stack (kept here to avoid an import)

@@ -28,6 +28,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)
 _runs = weakref.WeakSet()        # objects counting ``runs`` of fixed ``counts`` (direct plans)
+_readers: list = []              # (read, reset) of figures kept elsewhere
 
 
 def register_counter(obj) -> None:
@@ -38,6 +39,13 @@ def register_counter(obj) -> None:
 def add(key: str, n: int = 1) -> None:
     with _lock:
         _c[key] += n
+
+
+def register_reader(read, reset) -> None:
+    """Figures kept elsewhere (the C record path's): ``read(snapshot)`` adds them to
+    ``runtime_stats()``, ``reset()`` zeroes them with ``reset_stats()``."""
+    with _lock:
+        _readers.append((read, reset))
 
 
 def register_runs(obj) -> None:
@@ -58,9 +66,8 @@ def runtime_stats() -> dict:
         d = {k: 0 for k in KEYS}
         d.update(_c)
         d["ops_recorded"] += sum(q.recorded for q in list(_sources))
-        from ..frontend import native           # (1: the C record path records; a state)
-        d["native_record"] = int(native.available())
-        d["ops_recorded_native"] = native.count()
+        for read, _ in _readers:
+            read(d)
         for o in list(_runs):
             if o.runs:
                 for k, n in o.counts:
@@ -71,8 +78,8 @@ def runtime_stats() -> dict:
 def reset_stats() -> None:
     with _lock:
         _c.clear()
-        from ..frontend import native
-        native.count(reset=True)
+        for _, reset in _readers:
+            reset()
         for q in list(_sources):
             q.recorded = 0
         for o in list(_runs):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..core import stats
+from ..core import hooks, stats
 
 _lock = threading.Lock()
 _client = None
@@ -67,14 +67,12 @@ def close():
             c.close()
             cl.close()
         _client, _owned = None, None
-        from ..runtime import cscheduler
-        cscheduler.distributed_route = None
+        hooks.set_distributed(None)
 
 
 def _install():
     from . import executor as dex
-    from ..runtime import cscheduler
-    cscheduler.distributed_route = dex.route
+    hooks.set_distributed(dex.get())
 
 
 def parse_chunks(chunks, shape, site=None):

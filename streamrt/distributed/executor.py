@@ -403,6 +403,29 @@ class DaskExecutor(Executor):
         stats.add(f"dask_{ {'k': 'kernel', 'c': 'combine', 'w': 'whole', 'r': 'rowwise'}[kind]}_tasks")
         return f
 
+    # ---- the route (core/hooks.distributed, set by ps.distributed.connect) -----------------
+    def route(self, entries, executor):
+        """The executor a flush runs on: this one when it reads an array held by the cluster
+        (every array it computes then lives on the cluster too), else ``executor``."""
+        for e in entries:
+            if e[0] != "compute":
+                continue
+            for i in e[1].inputs:
+                b = i.inputs[0] if i.kind == "view" else i
+                if isinstance(b.value, DistValue):
+                    break
+            else:
+                continue
+            break
+        else:
+            return executor
+        ports = [e[1] for e in entries if e[0] == "compute" and e[1].kind != "view"]
+        for p in ports:
+            if p.value is None:
+                p.value = PENDING
+        self.admit(ports)
+        return self
+
     # ---- flow control ---------------------------------------------------------------------
     def admit(self, ports):
         """Called by the C-Scheduler before a sequence is dispatched: at most
@@ -746,26 +769,3 @@ def get() -> DaskExecutor:
             _instance = DaskExecutor()
         return _instance
 
-
-def route(entries, executor):
-    """C-Scheduler hook: a flush that reads an array held by the cluster runs on Dask (every
-    array it computes then lives on the cluster too)."""
-    for e in entries:
-        if e[0] != "compute":
-            continue
-        for i in e[1].inputs:
-            b = i.inputs[0] if i.kind == "view" else i
-            if isinstance(b.value, DistValue):
-                break
-        else:
-            continue
-        break
-    else:
-        return executor
-    ex = get()
-    ports = [e[1] for e in entries if e[0] == "compute" and e[1].kind != "view"]
-    for p in ports:
-        if p.value is None:
-            p.value = PENDING
-    ex.admit(ports)
-    return ex

@@ -9,17 +9,17 @@ from sys import _getframe
 
 import numpy as np
 
-from ..core import dtypes as D, stats
+from ..core import dtypes as D, hooks, stats
 from ..core.config import settings
 from ..core.ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
 from ..runtime import cscheduler
 from ..core.ir import DONE, Port, c_strides
 from ..runtime.workqueue import current_queue, _local as _tls
 from ..core.errors import _INTERNAL, CallSite
-from ..core.errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
+from ..core.errors import (AbortError, ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
                            StreamrtAxisError, StreamrtError, StreamrtIndexError,
                            StreamrtOverflowError, callsite, record_error)
-from . import indexing as _indexing, pieces as _pieces
+from . import indexing as _indexing, native as _native, pieces as _pieces
 from .indexing import register as _register
 from .pieces import PIECEWISE
 _PIECEWISE_DATA = PIECEWISE.data        # (a dict: cheaper to test than the WeakKeyDictionary)
@@ -580,16 +580,12 @@ def finish_out(name, r, out, where, casting, site, exact=False):
 HANDLED_FUNCTIONS = {}     # numpy function name -> streamrt implementation (filled by ops modules)
 
 
-on_read = None          # debugger hook: (port, host value) at every read
-
-
 def _handled(e, p):
     """Error handlers may choose to continue past a failed computation: the read then returns
     the optimised value (a reference mismatch) or NaN / 0 (a failed program)."""
-    from ..tools.debug import handlers
-    if not handlers._stack or isinstance(e, handlers.AbortError):
+    if not hooks.error_handlers or hooks.on_error is None or isinstance(e, AbortError):
         return False
-    if handlers.dispatch(e, getattr(e, "site", None) or p.site, getattr(e, "op", p.op)) \
+    if hooks.on_error(e, getattr(e, "site", None) or p.site, getattr(e, "op", p.op)) \
             != "ignore":
         return False
     base = p.inputs[0] if p.kind == "view" else p
@@ -655,8 +651,8 @@ class Array:
             if not _handled(e, p):
                 raise
         v = p.host_value()
-        if on_read is not None:
-            on_read(p, v)       # debugger: compare with the reference on copy-out
+        if hooks.on_read is not None:
+            hooks.on_read(p, v)     # debugger: compare with the reference on copy-out
         if v.flags.writeable:
             v = v.view()
             v.flags.writeable = False
@@ -883,6 +879,25 @@ class Array:
             return fallback(func.__name__, func, args, kwargs, callsite(),
                             why=f" with {', '.join(k + '=' for k in bad)}")
         return fallback(func.__name__, func, args, kwargs, callsite())
+
+    # ---- the Array API --------------------------------------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        """The Array API namespace, ``streamrt.array_api`` (loaded on first use: the public API
+        registers the loader in core/hooks.py)."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"unsupported Array API version {api_version!r}")
+        return hooks.array_namespace()
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def to_device(self, device, /, *, stream=None):
+        if device not in (None, "cpu"):
+            raise record_error(ArgumentError, f"unsupported device {device!r} (streamrt arrays "
+                               "live on the executor chosen by STREAMRT_BACKEND; use None)",
+                               callsite())
+        return self
 
 
 _UFUNC_KW = frozenset({"out", "where", "casting", "order", "dtype", "subok", "signature"})
@@ -1135,3 +1150,10 @@ def broadcast_to(x, shape, site=None):
         k = nd - len(p.shape) + j
         new_st[k] = st[j] if s != 1 else 0
     return _view(p, off, shape, new_st, site, src=x)
+
+
+# ---- the C record path ----------------------------------------------------------------------
+# When the extension is built and on, Array's operators, its finalizer and ``_enqueue_plain``
+# are replaced by their C twins (frontend/native.py; the Python above stays the definition and
+# takes every case the C path leaves to it). native.py reads this module's classes and memos.
+_enqueue_plain = _native.install(_enqueue_plain)

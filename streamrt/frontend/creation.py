@@ -25,12 +25,9 @@ def _order_device_like(name, order, device, like, site):
         raise record_error(ArgumentError, f"{name}: like= is not supported by streamrt", site)
 
 
-def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None, chunks=None):
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """A streamrt array from an array-like (copied; later changes to ``a`` do not leak in).
-    ``chunks``: partitioned along axis 0 on a Dask cluster (``ps.distributed``)."""
-    if chunks is not None:
-        from ..distributed import asarray as dist_asarray
-        return dist_asarray(a, chunks, dtype)
+    (``ps.asarray`` also takes ``chunks=``: a Dask-partitioned array, ``ps.distributed``.)"""
     site = callsite()
     _order_device_like("asarray", order, device, like, site)
     if isinstance(a, Array):

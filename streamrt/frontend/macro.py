@@ -17,12 +17,11 @@ import functools
 
 import numpy as np
 
-from ..core import stats, keys
+from ..core import hooks, keys, stats
 from ..runtime import macro_cache, cscheduler
 from ..core.config import settings
 from ..backends import registry
 from ..compiler import sequence
-from ..tools.profiler import collector
 from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
 from ..runtime.workqueue import current_queue
 from .array import Array, const_port
@@ -226,7 +225,7 @@ class Macro:
         key = (self, sig, keys.settings_key(executor.name))
         cache = macro_cache.get()
         sec = cache.section(key)
-        prof = collector._active
+        prof = hooks.profiler
         if sec is not None:
             if sec.direct and cscheduler.direct_ok():
                 if q.entries:

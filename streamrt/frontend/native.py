@@ -1,4 +1,4 @@
-"""The C record path (streamrt/_native.c): Array operators, one-operand map functions and
+"""The C record path (frontend/_native.c): Array operators, one-operand map functions and
 Array.__del__ replaced by C objects that record the common case themselves and call the
 Python implementation (which stays the definition) for everything else.
 
@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import functools
 
+from ..core import config, errors, hooks, ir, keys, stats
 from ..core.config import settings
+from ..runtime import cscheduler, trace_cache, workqueue
+from . import array, pieces
 
-ABI = 2     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 3     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -27,9 +30,9 @@ if _native is not None and getattr(_native, "ABI", None) != ABI:
 
 _on = settings.native             # (STREAMRT_NATIVE, read once: the operators are replaced at import)
 _installed = False
-# the work queue's lock (scheduler/workqueue.py): threading.RLock's methods, taken by the C path
-# without a method call
-QueueLock = _native.QueueLock if _native is not None and _on else None
+if _native is not None and _on:
+    # the work queue's lock: threading.RLock's methods, taken by the C path without a call
+    workqueue.use_lock(_native.QueueLock)
 
 
 def available() -> bool:
@@ -43,22 +46,21 @@ def _enable_state():
     return was
 
 
-def install():
-    """Configure the C path with the Python path's classes and memo dicts, and put the C
-    operators on Array (called once, by ``streamrt/__init__.py`` after the namespace)."""
+def install(enqueue_plain):
+    """Configure the C path with the Python path's classes and memo dicts and put the C
+    operators on Array; returns the enqueue function the record path is to use -- the C one,
+    or ``enqueue_plain`` when the C path is not built or off (called once, at the end of
+    array.py)."""
     global _installed
     if _installed or _native is None or not _on:
-        return
-    from ..core import config, keys, ir, errors
-    from ..runtime import trace_cache, workqueue
-    from . import array, pieces
+        return enqueue_plain
     _native.configure({
         "Array": array.Array, "Port": ir.Port, "CallSite": errors.CallSite,
         "WorkQueue": workqueue.WorkQueue, "ids": ir._ids, "internal": errors._INTERNAL,
         "fast": array._FAST, "ufast": array._UFAST, "piecewise": pieces.PIECEWISE.data,
-        "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue,
+        "hooks_dict": vars(hooks), "current_queue": workqueue.current_queue,
         "follow": trace_cache.get().follow, "settings": settings,
-        "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
+        "iinfo": array._IINFO, "enqueue_plain": enqueue_plain,
         "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
         "NEW": ir.NEW, "DONE": ir.DONE, "SUBMITTED": ir.SUBMITTED,
         "DEAD": ir.DEAD})
@@ -68,14 +70,12 @@ def install():
         if slow is not None:
             setattr(Array, name, functools.update_wrapper(
                 _native.BinOp(f.__name__, f._reflected, f, slow), f))
-    array._enqueue_plain = _native.enqueue    # (ports the Python path builds, queued in C)
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     config.listeners.append(_native.settings_changed)
-    from ..runtime import cscheduler
-    cscheduler.released_flags = _native.released_flags
-    cscheduler._unwritten = _native.unwritten
+    cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
+    return _native.enqueue            # (ports the Python path builds, queued in C)
 
 
 def count(reset=False) -> int:
@@ -103,3 +103,11 @@ def disabled():
         yield
     finally:
         _native.enable(was)
+
+
+def _stats(snapshot):
+    snapshot["native_record"] = int(available())     # (1: the C record path records; a state)
+    snapshot["ops_recorded_native"] = count()
+
+
+stats.register_reader(_stats, lambda: count(reset=True))

@@ -9,23 +9,19 @@ import threading
 import numpy as np
 
 from .. import compiler
-from ..core import stats, keys
-from . import macro_cache, trace_cache, escheduler as es_mod, placement, workqueue as _wq
+from ..core import hooks, keys, stats
+from ..core.config import settings
+from ..core.errors import MacroError, callsite, record_error
+from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
 from ..compiler import sequence
 from ..compiler.kernel import is_update
-from ..tools.profiler import collector
-from ..core.config import settings
 from ..backends.base import HostPool, host_pool
+from . import direct, escheduler as es_mod, macro_cache, placement, trace_cache
 from .flow import Flow
-from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
 from .workqueue import current_queue
 
 _flow = None
 _flow_lock = threading.Lock()
-
-# Set by streamrt.distributed once a cluster is attached: (entries, executor) -> executor; a
-# flush that reads an array held by Dask workers runs on the Dask executor.
-distributed_route = None
 
 
 def flow() -> Flow:
@@ -48,7 +44,7 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         released = released_flags(kports)
         key = keys.trace_key(executor.name, kparts, released, macro_key)
         t = cache.lookup(key)
-        prof = collector._active
+        prof = hooks.profiler
         if t is not None:
             plan = t.direct
             if plan and direct_ok and plan.run(kports, executor):
@@ -58,7 +54,6 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
                 prof.cache(cache.stat[:5], True, _first_site(entries))
             seq = sequence.instantiate(t, kports)
             if plan is None and direct_ok:
-                from . import direct
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
         esites = [e[1].site for e in entries if e[0] == "compute"]
@@ -82,9 +77,7 @@ def direct_ok():
     """Whether a run may take a direct plan (executors/direct.py: a macro replay or a flushed
     trace calling its kernels itself): the direct path on and nothing observing runs -- debug
     output, the profiler, the debugger's hooks, a test's launch log."""
-    if not settings.direct_replay or settings.debug or collector._active is not None \
-            or es_mod.on_complete is not None or es_mod.keep_graph \
-            or _wq.on_record is not None:
+    if not settings.direct_replay or settings.debug or hooks.observed():
         return False
     es = es_mod._instance
     return es is None or es.launch_log is None
@@ -107,23 +100,24 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         if not entries:
             return None
         executor, placed = placement.choose(entries, kparts, q.taken_max)
-        if distributed_route is not None:
-            routed = distributed_route(entries, executor)
+        cluster = hooks.distributed
+        if cluster is not None:
+            routed = cluster.route(entries, executor)
             if routed is not executor:           # reads arrays held by Dask workers
                 executor, placed = routed, None
         direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
-            and distributed_route is None and direct_ok()
+            and cluster is None and direct_ok()
         seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
         if seq is None:                 # run by the template's direct plan (which counted it)
             _unwritten(entries)
             return None
-        if getattr(executor, "in_order", False) and not es_mod.keep_graph:
+        if getattr(executor, "in_order", False) and not hooks.keep_graph:
             seq.mark_transient()
         drop_dead_scratch(seq.dead)
         pool_scratch(entries)
         if placed is not None:
             placement.start(seq, placed, executor)
-        prof = collector._active
+        prof = hooks.profiler
         if prof is not None:
             prof.flush(entries, seq, reason, hit)
         written = set()
@@ -143,7 +137,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
 
 def released_flags(kports):
     """The trace key's released flags: of the ports this flush computes, which no Array holds
-    any more (replaced by its C twin, frontend/native.py)."""
+    any more (the C record path brings a twin: ``use_native``)."""
     return tuple([p.nrefs <= 0 for p in kports if p.state == NEW])
 
 
@@ -157,6 +151,13 @@ def _unwritten(entries):
                 p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
             else:
                 p.state = DEAD
+
+
+def use_native(flags, unwritten):
+    """Run the flush's two loops over its entries in C: ``released_flags`` and ``_unwritten``
+    replaced by their twins (frontend/native.py, when the C record path is installed)."""
+    global released_flags, _unwritten
+    released_flags, _unwritten = flags, unwritten
 
 
 def drop_dead_scratch(dead):
@@ -246,7 +247,6 @@ def inline_limit():
 def _check_not_recording(what):
     q = current_queue()
     if q.recording is not None:
-        from ..core.errors import MacroError, callsite, record_error
         raise record_error(MacroError, f"{what} inside the macro {q.recording.name!r} while it "
                            "is being recorded: a macro cannot depend on values it computes "
                            "(return the array and read it after the call)", callsite())
@@ -276,6 +276,5 @@ def sync():
     f = flow()
     with f.cond:
         f.cond.wait_for(lambda: f.inflight == 0)
-    if distributed_route is not None:       # and what runs on a Dask cluster
-        from ..distributed import executor as dask_executor
-        dask_executor.get().wait_all()
+    if hooks.distributed is not None:       # and what runs on a Dask cluster
+        hooks.distributed.wait_all()

@@ -8,17 +8,13 @@ import queue
 import threading
 import time
 
-from ..core import stats
-from ..backends.base import alloc_outputs
+from ..core import hooks, stats
 from ..core.errors import ExecutionError
-from ..tools.profiler import collector
+from ..core.ir import DONE, FAILED, SUBMITTED
+from ..backends import registry
+from ..backends.base import alloc_outputs
 from . import placement
 from .pending import PendingTable
-from ..core.ir import DONE, FAILED, SUBMITTED
-
-# Debugger hook: called with each completed program, returns an error to deliver or None.
-on_complete = None
-keep_graph = False      # debugger: keep computed ports' inputs (to find the diverging op)
 
 
 class EScheduler:
@@ -87,7 +83,7 @@ class EScheduler:
                     dt = time.perf_counter() - t0
                     if seq.timing is not None:
                         seq.timing.seconds += dt
-                    prof = collector._active
+                    prof = hooks.profiler
                     if prof is not None:
                         prof.kernel(prog, executor, t0, dt)
                 except Exception as e:  # noqa: BLE001 - delivered at the read
@@ -112,13 +108,13 @@ class EScheduler:
             err = ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
                                  f"recorded at:\n  {sites}")
         mismatch = None
-        if err is None and on_complete is not None:
-            mismatch = on_complete(prog)        # debugger: compare with the reference
+        if err is None and hooks.on_complete is not None:
+            mismatch = hooks.on_complete(prog)      # debugger: compare with the reference
         with self.cond:
             for p in prog.outputs:
                 if err is None and mismatch is None:
                     p.state = DONE
-                    if p.kind != "view" and not keep_graph:   # (debugger walks the graph)
+                    if p.kind != "view" and not hooks.keep_graph:   # (the debugger's)
                         p.inputs = ()
                 elif err is None:
                     p.state = FAILED            # the optimised value is kept (handlers may
@@ -170,7 +166,7 @@ class EScheduler:
 
     def _try(self, prog):
         ex = prog.executor
-        ordered = getattr(ex, "in_order", False) and on_complete is None
+        ordered = getattr(ex, "in_order", False) and hooks.on_complete is None
         for dep in prog.deps():
             if dep.state == FAILED:
                 self._finish(prog, dep.error)
@@ -260,10 +256,9 @@ def get(flow=None) -> EScheduler:
 
 
 def shutdown():
-    from ..backends import registry
-    if collector.active() is not None:
+    for fn in list(hooks.shutdown):     # (the profiler writes its run file: work still runs)
         try:
-            collector.stop()          # write the profile while the pipeline still runs
+            fn()
         except Exception:  # noqa: BLE001 - never fail interpreter exit
             pass
     if _instance is not None:

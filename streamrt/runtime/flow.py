@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from ..core import hooks
+
 
 class Flow:
     def __init__(self, limit):
@@ -19,8 +21,7 @@ class Flow:
                 self.waits += 1
                 t0 = time.perf_counter()
                 self.cond.wait_for(lambda: self.inflight < self.limit)
-                from ..tools.profiler import collector
-                prof = collector._active
+                prof = hooks.profiler
                 if prof is not None:
                     prof.wait(t0, time.perf_counter() - t0)
             self.inflight += 1

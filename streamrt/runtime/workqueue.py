@@ -5,18 +5,16 @@ from __future__ import annotations
 import math
 import threading
 
-from ..core import stats, keys
+from ..core import hooks, keys, stats
 
-# Debugger hook: called with every recorded port (reference mode, breakpoints); None = off.
-on_record = None
-
-def _lock_type():
-    """threading.RLock, or its twin the C record path takes without a method call."""
-    from ..frontend import native
-    return native.QueueLock if native.QueueLock is not None else threading.RLock
+_queue_lock = threading.RLock     # (the C record path brings a twin: ``use_lock``)
 
 
-_queue_lock = _lock_type()
+def use_lock(lock_type):
+    """The work queues' lock type from now on: the C record path's twin of threading.RLock,
+    which it takes without a method call (frontend/native.py)."""
+    global _queue_lock
+    _queue_lock = lock_type
 
 
 class WorkQueue:
@@ -81,8 +79,9 @@ class WorkQueue:
         finally:
             lock.release()
         self.recorded += 1
-        if on_record is not None:
-            on_record(port)
+        h = hooks.on_record
+        if h is not None:
+            h(port)
         return self.pending_computes
 
     def hint(self, what, site):

@@ -20,8 +20,7 @@ import time
 
 from cachetools import LRUCache
 
-from ...core import config, stats, keys
-from ...tools.profiler import collector
+from ...core import config, hooks, keys, stats
 
 _mem = LRUCache(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)
@@ -168,7 +167,7 @@ def call(k: Kernels, serial: bool, args):
         stats.add("kernels_compiled")
         stats.add("compile_seconds", dt)
         level = "compiled"
-    prof = collector._active
+    prof = hooks.profiler
     if prof is not None:
         prof.compile(t0, dt, level, f"k_{k.key}{'_serial' if serial else ''}")
     return None

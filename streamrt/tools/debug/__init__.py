@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 
+from ...core import config
+from ...runtime import cscheduler
 from . import _hooks
 from .compare import LOG, MismatchError, TOLERANCES, set_tolerance  # noqa: F401
 from .handlers import AbortError, ErrorInfo, pop_error_handler, push_error_handler  # noqa: F401
-from .inspect import break_at, clear_breakpoints, inspect  # noqa: F401
+from .inspection import break_at, clear_breakpoints, inspect  # noqa: F401
 
 
 @contextlib.contextmanager
@@ -17,8 +19,6 @@ def reference_mode(compare="both", action="raise"):
     NumPy on reference inputs, and optimised results are compared with them -- ``compare``:
     'after' (as each program completes), 'copy-out' (when the application reads), 'both' or
     'none'; ``action`` on a mismatch: 'raise', 'warn' or 'log'."""
-    from ...core import config
-    from ...runtime import cscheduler
     cscheduler.sync()
     old = {k: getattr(config.settings, k) for k in
            ("reference", "reference_compare", "reference_action")}

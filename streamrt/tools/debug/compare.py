@@ -8,8 +8,12 @@ import warnings
 
 import numpy as np
 
+from ... import compiler
 from ...core import stats
+from ...core.config import settings
 from ...core.errors import StreamrtError
+from ...core.ir import DONE, Port
+from . import handlers, reference
 
 # |optimised - reference| <= |reference * scale| + atol, per dtype kind/name
 TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "int32": (0, 0),
@@ -46,8 +50,6 @@ def close(opt, ref, dtype):
 def first_diverging(port, executor):
     """The call site of the first op (in recording order) among ``port`` and its ancestors
     whose optimised single-op evaluation on reference inputs differs from its reference."""
-    from ... import compiler
-    from ...core.ir import DONE, Port
     order, seen = [], set()
 
     def visit(p):
@@ -60,7 +62,7 @@ def first_diverging(port, executor):
             order.append(p)
     visit(port)
     order.sort(key=lambda p: p.id)
-    from .reference import ref_of
+    ref_of = reference.ref_of
     for p in order:
         ins = []
         for i in p.inputs:
@@ -92,7 +94,6 @@ def first_diverging(port, executor):
 def report(port, opt, executor, when, dispatch=True):
     """Handle a mismatch of ``port`` (value ``opt``): find the first diverging op and raise,
     warn or log according to the setting; returns the exception (for async delivery)."""
-    from ...core.config import settings
     stats.add("reference_mismatches")
     bad = first_diverging(port, executor)
     where = bad if bad is not None else port
@@ -115,7 +116,6 @@ def report(port, opt, executor, when, dispatch=True):
     err.op = where.op
     action = settings.reference_action
     if dispatch:
-        from . import handlers
         if handlers.dispatch(err, where.site, where.op) == "ignore":
             return None
     if action == "warn":

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import threading
 
-from ...core import errors as _errors
-from ...core.errors import StreamrtError
+from ...core import hooks
+from ...core.errors import AbortError
+from ...runtime.workqueue import current_queue
 
-_stack: list = _errors._handler_stack
+_stack: list = hooks.error_handlers     # (core/errors.record_error consults it)
 _lock = threading.Lock()
-
-
-class AbortError(StreamrtError, RuntimeError):
-    """An error handler aborted the computation."""
 
 
 class ErrorInfo:
@@ -67,7 +64,6 @@ def dispatch(err, site, op):
         if r in (None, "raise"):
             continue
         if r == "abort":
-            from ...runtime.workqueue import current_queue
             q = current_queue()
             if q.recording is None:
                 q.take_trace()
@@ -77,3 +73,6 @@ def dispatch(err, site, op):
             return "ignore"
         raise ValueError(f"error handler returned {r!r}; expected 'raise', 'ignore' or 'abort'")
     return "raise"
+
+
+hooks.set_error_dispatch(dispatch)

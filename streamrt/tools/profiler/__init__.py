@@ -6,6 +6,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 
+from ...core.config import settings
+from ...runtime import cscheduler
 from . import collector
 
 
@@ -17,7 +19,6 @@ def profile(path="run.stprof"):
     exactly the operations recorded inside it."""
     if collector.active() is not None:
         raise RuntimeError("a profile is already being recorded")
-    from ...runtime import cscheduler
     cscheduler.sync()
     c = collector.start(path)
     try:
@@ -27,7 +28,6 @@ def profile(path="run.stprof"):
 
 
 def _from_env():
-    from ...core.config import settings
     path = settings.profile
     if path and collector.active() is None:
         collector.start(path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import report
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="streamrt-prof", description="Reports on streamrt runs.")
@@ -20,7 +22,6 @@ def main(argv=None):
     h.add_argument("run")
     h.add_argument("-o", "--output", default="report.html")
     a = ap.parse_args(argv)
-    from . import report
     try:
         if a.cmd == "report":
             report.print_report(a.run, a.compare, a.limit)

@@ -1,7 +1,8 @@
 """Profile collector: runtime events in, one run file out (JSON lines, format below).
 
 Enabled by ``STREAMRT_PROFILE=run.stprof`` (written at exit) or ``with ps.profile(path):``.
-When no collector is active every hook is a single ``if`` on a module global.
+The active collector is ``core.hooks.profiler``: when none is active every event site is a
+single ``if``.
 
 Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per line.
 
@@ -25,6 +26,7 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 * ``{"t": "end", "wall": s}`` -- the last line."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
@@ -32,11 +34,12 @@ import threading
 import time
 from collections import Counter
 
-_active = None          # the Collector in use, or None (checked by every hook)
+from ...core import hooks
+from ...runtime import cscheduler
 
 
 def active():
-    return _active
+    return hooks.profiler
 
 
 class Collector:
@@ -146,7 +149,7 @@ class Collector:
 
     # ---- output ----------------------------------------------------------------------------
     def write(self):
-        from ... import __version__
+        from ... import __version__   # (the package's: this module loads while it imports)
         wall = self.now()
         with self.lock:
             lines = [{"t": "header", "format": "streamrt-profile", "version": 1,
@@ -165,28 +168,28 @@ class Collector:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             for r in lines:
-                import json
                 f.write(json.dumps(r, separators=(",", ":")) + "\n")
         os.replace(tmp, self.path)
         return self.path
 
 
 def start(path):
-    global _active
     c = Collector(path)
-    _active = c
+    hooks.set_profiler(c)
     return c
 
 
 def stop(write=True):
     """Wait for outstanding work, detach the collector and write its run file."""
-    global _active
-    from ...runtime import cscheduler
-    c = _active
+    c = hooks.profiler
     if c is None:
         return None
     try:
         cscheduler.sync()
     finally:
-        _active = None
+        hooks.set_profiler(None)
     return c.write() if write else None
+
+
+# at exit the run file is written while the pipeline still runs
+hooks.at_shutdown(stop)

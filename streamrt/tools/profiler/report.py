@@ -130,7 +130,7 @@ def _fmt_b(b):
 
 
 def print_report(path, compare=None, limit=30, console=None):
-    from rich.console import Console
+    from rich.console import Console     # (rich's import is ~30 ms: only for the table)
     from rich.table import Table
     con = console or Console(width=None if sys.stdout.isatty() else 140)
     run = Run(path)

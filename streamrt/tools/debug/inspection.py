@@ -7,9 +7,11 @@ import os
 
 import numpy as np
 
-from ...backends.base import run_refop
-from ...runtime import workqueue
 from ...core.ir import DONE, NEW, SUBMITTED, strided
+from ...backends.base import run_refop
+from ...runtime import escheduler
+from ...frontend.array import Array
+from . import _hooks
 
 _breaks: dict = {}      # (abs file, line) -> callback
 
@@ -19,8 +21,6 @@ def inspect(x):
     submitted is waited for; recorded-but-unsubmitted ops that ``x`` depends on are evaluated
     on a cloned graph, one op at a time with NumPy, and not cached -- the real queue is left
     untouched."""
-    from ...frontend.array import Array
-    from ...runtime import escheduler
     port = x._port if isinstance(x, Array) else x
     memo = {}
 
@@ -70,12 +70,10 @@ def _check(port):
         return
     cb = _breaks.get((os.path.abspath(s.filename), s.lineno))
     if cb is not None:
-        from ...frontend.array import Array
         cb(Array._wrap(port))
 
 
 def _install():
-    from . import _hooks
     _hooks.update()
 
 
@@ -83,4 +81,4 @@ def active():
     return bool(_breaks)
 
 
-__all__ = ["inspect", "break_at", "clear_breakpoints", "workqueue"]
+__all__ = ["inspect", "break_at", "clear_breakpoints"]
