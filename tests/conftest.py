@@ -41,7 +41,7 @@ def pytest_configure(config):
         from streamrt.frontend import native
         if not native.available():
             raise pytest.UsageError("STREAMRT_TEST_REQUIRE_NATIVE=1 but the C record path "
-                                    "(streamrt/_native.c) is not built or not installed")
+                                    "(streamrt/frontend/_native.c) is not built or not installed")
     if _require_opencl:
         from helpers import OPENCL
         if not OPENCL:

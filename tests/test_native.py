@@ -1,4 +1,4 @@
-"""The C record path (streamrt/_native.c, frontend/native.py): it is built and installed (CI
+"""The C record path (frontend/_native.c and native.py): it is built and installed (CI
 requires it), and it records exactly what the Python path records -- the same trace-key
 entries, ports, work-queue entries, release counts and errors at the user's line."""
 import gc

@@ -56,7 +56,7 @@ FLAGS = {
     "cache_dir": Flag("STREAMRT_CACHE_DIR", "", str,
                       "Where generated kernels and compiled code are stored (default: user cache dir)"),
     "native": Flag("STREAMRT_NATIVE", True, _bool,
-                   "Record the common operators with the C extension (streamrt/_native.c, built "
+                   "Record the common operators with the C extension (frontend/_native.c, built "
                    "at install when a C compiler is there; read at import); 0: the Python path "
                    "alone (same ports, keys and results, ~3x the recording time)"),
     "queue_threshold": Flag("STREAMRT_QUEUE_THRESHOLD", 4096, int,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 
 from ..core import config, errors, hooks, ir, keys, stats
 from ..core.config import settings
@@ -19,11 +20,10 @@ ABI = 3     # the interface of _native.c this module drives: bumped with its NAT
             # the C functions or the keys of configure() change
 
 try:
-    from .. import _native
+    from . import _native
 except ImportError:          # not built (no compiler at install time): the Python path
     _native = None
 if _native is not None and getattr(_native, "ABI", None) != ABI:
-    import warnings
     warnings.warn("streamrt: the C record path was built from an older source; recording in "
                   "Python (rebuild: pip install -e . or ./dev.sh)", RuntimeWarning)
     _native = None

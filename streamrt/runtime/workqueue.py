@@ -21,7 +21,7 @@ class WorkQueue:
     """The recorded-but-not-yet-scheduled entries of one application thread, and the trace
     key accumulated alongside them (one key entry per compute entry, see caches/keys.py)."""
 
-    # (slots: the C record path, streamrt/_native.c, reads and writes them at fixed offsets)
+    # (slots: the C record path, frontend/_native.c, reads and writes them at fixed offsets)
     __slots__ = ("entries", "lock", "pending_computes", "keyparts", "kports", "num",
                  "recording", "recorded", "max_elements", "taken_max", "_shape", "limit",
                  "epoch", "follow", "fpos", "__weakref__")

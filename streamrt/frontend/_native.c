@@ -1,4 +1,4 @@
-/* streamrt._native: the record path of the hot operators in C -- an Array operator or a
+/* streamrt.frontend._native: the record path of the hot operators in C -- an Array operator or a
  * one-operand map function call in, the same port, work-queue entry, trace-key entry and
  * Array the Python path (frontend/array.py, scheduler/workqueue.py, caches/keys.py) makes
  * out.
@@ -247,21 +247,22 @@ static PyObject *qlock_acquire(QueueLock *l, PyObject *const *args, Py_ssize_t n
     return PyBool_FromLong(lock_enter(l, blocking));
 }
 
-static PyObject *qlock_release(QueueLock *l, PyObject *unused) {
+static PyObject *qlock_release(QueueLock *l, PyObject *Py_UNUSED(unused)) {
     if (lock_exit(l) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *qlock_exit(QueueLock *l, PyObject *const *args, Py_ssize_t n) {
+static PyObject *qlock_exit(QueueLock *l, PyObject *const *Py_UNUSED(args),
+                            Py_ssize_t Py_UNUSED(n)) {
     return qlock_release(l, NULL);
 }
 
-static PyObject *qlock_is_owned(QueueLock *l, PyObject *unused) {
+static PyObject *qlock_is_owned(QueueLock *l, PyObject *Py_UNUSED(unused)) {
     return PyBool_FromLong(l->count > 0 && l->owner == PyThread_get_thread_ident());
 }
 
-static PyObject *qlock_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+static PyObject *qlock_new(PyTypeObject *tp, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kw)) {
     QueueLock *l = (QueueLock *)tp->tp_alloc(tp, 0);
     if (l == NULL)
         return NULL;
@@ -293,7 +294,7 @@ static PyMethodDef qlock_methods[] = {
 
 static PyTypeObject QueueLockType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "streamrt._native.QueueLock",
+    .tp_name = "streamrt.frontend._native.QueueLock",
     .tp_basicsize = sizeof(QueueLock),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A work queue's reentrant lock (threading.RLock's methods), cheap from C.",
@@ -857,7 +858,7 @@ static PyObject *binop_vectorcall(PyObject *o, PyObject *const *args, size_t nar
     return PyObject_Vectorcall(b->func, args, nargsf, kwnames);
 }
 
-static PyObject *binop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+static PyObject *binop_new(PyTypeObject *tp, PyObject *args, PyObject *Py_UNUSED(kw)) {
     PyObject *name, *reflected, *func, *slow;
     if (!PyArg_ParseTuple(args, "UOOO:BinOp", &name, &reflected, &func, &slow))
         return NULL;
@@ -874,7 +875,7 @@ static PyObject *binop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
 
 /* tp_descr_get of the method-like types: a bound method, as a function's (CPython calls the
  * operators unbound; this is for ``a.__add__``) */
-static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
+static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type)) {
     if (obj == NULL || obj == Py_None)
         return Py_NewRef(self);
     return PyMethod_New(self, obj);
@@ -882,7 +883,7 @@ static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
 
 static PyTypeObject BinOpType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "streamrt._native.BinOp",
+    .tp_name = "streamrt.frontend._native.BinOp",
     .tp_basicsize = sizeof(BinOp),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
@@ -949,7 +950,7 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
     return r;
 }
 
-static PyObject *mapfunc_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+static PyObject *mapfunc_new(PyTypeObject *tp, PyObject *args, PyObject *Py_UNUSED(kw)) {
     PyObject *name, *func;
     if (!PyArg_ParseTuple(args, "UO:MapFunc", &name, &func))
         return NULL;
@@ -968,7 +969,7 @@ static PyObject *mapfunc_repr(MapFunc *m) {
 
 /* pickled by name, as the function it stands for (``__module__`` and ``__qualname__`` are
  * the Python function's, frontend/native.py) */
-static PyObject *mapfunc_reduce(PyObject *self, PyObject *unused) {
+static PyObject *mapfunc_reduce(PyObject *self, PyObject *Py_UNUSED(unused)) {
     return PyObject_GetAttrString(self, "__qualname__");
 }
 
@@ -978,7 +979,7 @@ static PyMethodDef mapfunc_methods[] = {
 
 static PyTypeObject MapFuncType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "streamrt._native.MapFunc",
+    .tp_name = "streamrt.frontend._native.MapFunc",
     .tp_basicsize = sizeof(MapFunc),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A one-operand element-wise function recorded in C (the Python function is "
@@ -1021,7 +1022,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } ArrayDel;
 
-static PyObject *arraydel_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+static PyObject *arraydel_vectorcall(PyObject *Py_UNUSED(o), PyObject *const *args, size_t nargsf,
                                      PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL && configured &&
         PyObject_TypeCheck(args[0], ArrayType)) {
@@ -1042,7 +1043,8 @@ static void array_finalize(PyObject *self) {
     }
 }
 
-static PyObject *arraydel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+static PyObject *arraydel_new(PyTypeObject *tp, PyObject *Py_UNUSED(args),
+                              PyObject *Py_UNUSED(kw)) {
     ArrayDel *d = (ArrayDel *)tp->tp_alloc(tp, 0);
     if (d != NULL)
         d->vectorcall = arraydel_vectorcall;
@@ -1051,7 +1053,7 @@ static PyObject *arraydel_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
 
 static PyTypeObject ArrayDelType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "streamrt._native.ArrayDel",
+    .tp_name = "streamrt.frontend._native.ArrayDel",
     .tp_basicsize = sizeof(ArrayDel),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "Array.__del__ in C: the port's reference count (array._decref).",
@@ -1084,7 +1086,7 @@ static int get_obj(PyObject *cfg, const char *name, PyObject **out) {
     return 0;
 }
 
-static PyObject *configure(PyObject *mod, PyObject *cfg) {
+static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
     if (!PyDict_Check(cfg)) {
         PyErr_SetString(PyExc_TypeError, "configure(dict)");
         return NULL;
@@ -1150,7 +1152,7 @@ static PyObject *configure(PyObject *mod, PyObject *cfg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *install_finalizer(PyObject *mod, PyObject *unused) {
+static PyObject *install_finalizer(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     if (!configured || ArrayType->tp_finalize == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "install_finalizer: not configured, or Array has "
                         "no __del__");
@@ -1162,7 +1164,7 @@ static PyObject *install_finalizer(PyObject *mod, PyObject *unused) {
 
 /* ---- the flush's loops over its entries ----------------------------------------------- */
 /* cscheduler: tuple([p.nrefs <= 0 for p in kports if p.state == NEW]) */
-static PyObject *released_flags(PyObject *mod, PyObject *kports) {
+static PyObject *released_flags(PyObject *Py_UNUSED(mod), PyObject *kports) {
     if (!configured || !PyList_CheckExact(kports)) {
         PyErr_SetString(PyExc_TypeError, "released_flags(list of ports), once configured");
         return NULL;
@@ -1199,7 +1201,7 @@ static PyObject *released_flags(PyObject *mod, PyObject *kports) {
 
 /* cscheduler._unwritten: the flushed ports no program writes -- views follow their base, the
  * rest were dead or fused away. */
-static PyObject *unwritten(PyObject *mod, PyObject *entries) {
+static PyObject *unwritten(PyObject *Py_UNUSED(mod), PyObject *entries) {
     if (!configured || !PyList_CheckExact(entries)) {
         PyErr_SetString(PyExc_TypeError, "unwritten(list of entries), once configured");
         return NULL;
@@ -1232,13 +1234,13 @@ static PyObject *unwritten(PyObject *mod, PyObject *entries) {
 
 /* array._enqueue_plain for a port the Python path built (a reduction, an intrinsic, a
  * view, ...): the same work-queue and key entries, in C; the unusual cases in Python. */
-static PyObject *py_enqueue(PyObject *mod, PyObject *port) {
+static PyObject *py_enqueue(PyObject *Py_UNUSED(mod), PyObject *port) {
     if (!enabled || Py_TYPE(port) != PortType || !plain_now())
         return call_enqueue(port);
     return enqueue(port);
 }
 
-static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
+static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     epoch++;
     Py_RETURN_NONE;
 }
@@ -1247,7 +1249,7 @@ static PyObject *settings_changed(PyObject *mod, PyObject *unused) {
  * editable install not rebuilt after a pull) is then not used. */
 #define NATIVE_ABI 3
 
-static PyObject *enable(PyObject *mod, PyObject *on) {
+static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
     if (v < 0)
         return NULL;
@@ -1258,11 +1260,11 @@ static PyObject *enable(PyObject *mod, PyObject *on) {
 
 /* f(): valgrind --tool=callgrind --toggle-collect=streamrt_measured counts exactly the
  * instructions of the call (benchmarks/overhead.py --callgrind). */
-__attribute__((noinline)) PyObject *streamrt_measured(PyObject *mod, PyObject *f) {
+__attribute__((noinline)) PyObject *streamrt_measured(PyObject *Py_UNUSED(mod), PyObject *f) {
     return PyObject_CallNoArgs(f);
 }
 
-static PyObject *native_count(PyObject *mod, PyObject *reset) {
+static PyObject *native_count(PyObject *Py_UNUSED(mod), PyObject *reset) {
     long long n = n_native;
     if (PyObject_IsTrue(reset))
         n_native = 0;
@@ -1289,8 +1291,9 @@ static PyMethodDef methods[] = {
     {NULL}};
 
 static struct PyModuleDef moddef = {
-    PyModuleDef_HEAD_INIT, "streamrt._native",
-    "The record path of the hot Array operators and map functions in C.", -1, methods};
+    PyModuleDef_HEAD_INIT, "streamrt.frontend._native",
+    "The record path of the hot Array operators and map functions in C.", -1, methods,
+    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&BinOpType) < 0 || PyType_Ready(&MapFuncType) < 0 ||
