@@ -118,3 +118,18 @@ def child_env(cache_dir, **settings):
     env["STREAMRT_CACHE_DIR"] = str(cache_dir)
     env.update(settings)
     return env
+
+
+def compiler_caps(backend, **over):
+    """The caps compiler.generate gets from ``backend``'s executor ('numba', 'opencl',
+    'cuda'), without the executor (no device needed); ``over`` replaces entries."""
+    if backend == "numba":
+        from streamrt.backends.numba_cpu.executor import CPUExecutor
+        caps = CPUExecutor.caps
+    else:
+        import functools
+
+        from streamrt.backends import c_render
+        caps = {"fuse": True, "max_ops": 128, "sink_ops": True, "complex": False,
+                "render": functools.partial(c_render.render, dialect=backend)}
+    return dict(caps, **over)

@@ -11,7 +11,8 @@ import tempfile
 
 import numpy as np
 import pytest
-from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulps, ref_call
+from helpers import (DTYPE_IDS, DTYPES, assert_same, compiler_caps, data, numpy_supports, op_ulps,
+                     ref_call)
 
 import streamrt as ps
 from streamrt.core import dtypes as D, ops
@@ -41,7 +42,7 @@ def _sources(build, renderer="cuda", fusion=True):
     with ps.config.override(fusion=fusion):
         keep = build()
         entries = current_queue().take()
-        seq = compiler.generate(entries, {"fuse": fusion, "renderer": renderer, "max_ops": 64})
+        seq = compiler.generate(entries, compiler_caps(renderer, fuse=fusion, max_ops=64))
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -153,7 +154,7 @@ def test_launch_specs_respect_limits():
     ps.sync()
     x = ps.asarray(np.ones((3, 100_000)))
     r = ps.sum(x, axis=1)
-    seq = compiler.generate(current_queue().take(), {"renderer": "cuda", "max_ops": 64})
+    seq = compiler.generate(current_queue().take(), compiler_caps("cuda", max_ops=64))
     k = seq.programs[0].kernel
     for max_wg in (1, 7, 64, 1024):
         groups, L, C = render_c.reduce_launch(k, max_wg, 80)

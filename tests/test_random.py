@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import EXECUTORS
+from helpers import EXECUTORS, compiler_caps
 
 import streamrt as ps
 from streamrt.core import rngcore as R
@@ -172,7 +172,7 @@ def _numba_sources(build):
     from streamrt.runtime.workqueue import current_queue
     ps.sync()
     keep = build()
-    seq = compiler.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
+    seq = compiler.generate(current_queue().take(), compiler_caps("numba"))
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -260,7 +260,7 @@ def test_fused_kernel_reads_no_array():
     g = ps.random.default_rng(1)
     ps.sync()
     y = g.standard_normal((50, 20)) * 0.5 + g.random((50, 20))
-    seq = compiler.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
+    seq = compiler.generate(current_queue().take(), compiler_caps("numba"))
     kernels = [p for p in seq.programs if p.kind == "kernel"]
     assert len(kernels) == 1
     k = kernels[0].kernel
@@ -613,7 +613,7 @@ def test_c_renderers_emit_rng_helpers(renderer):
     ps.sync()
     g = ps.random.default_rng(1, bit_generator="fast")
     keep = [g.standard_normal((7, 9)).sum(axis=0), g.random(5, dtype=np.float32) + 1]
-    seq = compiler.generate(current_queue().take(), {"fuse": True, "renderer": renderer})
+    seq = compiler.generate(current_queue().take(), compiler_caps(renderer))
     srcs = [p.source for p in seq.programs if p.kind == "kernel"]
     assert len(srcs) == 2
     red, mp = srcs

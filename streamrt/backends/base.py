@@ -26,35 +26,6 @@ def alloc_outputs(prog, ex):
             p.value = ex.alloc(p.shape, p.dtype)
 
 
-def kernel_partials(spec, n, row=0):
-    """The scratch arguments of a Numba reduction kernel (proggen/render_numba.py): per-chunk
-    partials (``n`` = K * C elements of each dtype), for blocked reductions one
-    (threads, BLOCK) block per reduction (``("block", dtype)``), and for a row kernel's
-    row-buffered values one (threads, ``row``) buffer each (``("row", dtype)``)."""
-    out = []
-    for s in spec:
-        if isinstance(s, tuple):
-            shape = _block_shape() if s[0] == "block" else (_block_shape()[0], row)
-            out.append(np.empty(shape, s[1]))
-        else:
-            out.append(np.empty(n, s))
-    return out
-
-
-_BLOCK_SHAPE = None
-
-
-def _block_shape():
-    """(Numba's thread count, BLOCK): rows of a blocked reduction's scratch (fixed once Numba
-    is loaded: ``NUMBA_NUM_THREADS`` is the pool size, not ``set_num_threads``)."""
-    global _BLOCK_SHAPE
-    if _BLOCK_SHAPE is None:
-        import numba
-        from .numba_cpu.render import BLOCK
-        _BLOCK_SHAPE = (numba.config.NUMBA_NUM_THREADS, BLOCK)
-    return _BLOCK_SHAPE
-
-
 class HostPool:
     """Large host result buffers (at least ``MIN_BYTES``) kept for reuse: a pooled buffer is
     handed out again once nothing references it any more -- no array, view or exported buffer
@@ -100,7 +71,7 @@ host_pool = HostPool()
 
 class Executor:
     name = "base"
-    caps = {"fuse": True, "renderer": None, "max_ops": 128}
+    caps = {"fuse": True, "render": None, "max_ops": 128}
     # Programs submitted run one at a time in submission order on the worker thread, so the
     # E-Scheduler may submit a program whose inputs are still being computed by programs
     # queued before it here (scheduler/escheduler.py). Executors that reorder set False.

@@ -338,14 +338,6 @@ C_OPS["imag"] = lambda d, dt, a: lit(0, dt)
 C_OPS["angle"] = lambda d, dt, a: f"{d.fn('atan2', dt)}({lit(0, dt)}, {a[0]})"
 
 
-def has_complex(k):
-    """C kernels have no complex type: a kernel touching a complex dtype runs on the CPU."""
-    ports = list(k.ops) + [a.port for a in k.loads] + list(k.scalars)
-    return any(np.dtype(p.dtype).kind == "c" or (p.loop_dtype is not None and
-                                                 np.dtype(p.loop_dtype).kind == "c")
-               for p in ports)
-
-
 def _red_upd(sym, bool_sym):
     def r(dt, acc, v):
         if dt == D.bool_:
@@ -429,8 +421,10 @@ def uses_fp64(k, fp64=True):
     return False
 
 
-def render(k, dialect="opencl", fp64=True):
-    """(source, kernel function name, index table, partials spec) for Kernel ``k``.
+def render(k, plan, dialect="opencl", fp64=True):
+    """(source, kernel function name, index table, partials spec) for Kernel ``k``. Of its loop
+    plan (compiler/plan.py) the C dialects follow the kind: a map or a reduction (a row
+    kernel is a Numba strategy: fusion.row_fuse runs for the Numba backend only).
 
     ``fp64``: the device supports double precision (else float sums accumulate in float)."""
     d = dialect if isinstance(dialect, Dialect) else Dialect(dialect)
@@ -670,18 +664,6 @@ def render(k, dialect="opencl", fp64=True):
               + d.prelude(fp) + "\n" + "\n\n".join(helpers) + ("\n\n" if helpers else "")
               + code)
     return source, fn, np.array(tbl, dtype=np.int64), partial_spec
-
-
-def render_opencl(k):
-    return render(k, "opencl", True)
-
-
-def render_opencl_fp32(k):
-    return render(k, "opencl", False)
-
-
-def render_cuda(k):
-    return render(k, "cuda", True)
 
 
 # ---- launch specification -------------------------------------------------------------------

@@ -5,6 +5,7 @@ launch or allocation). opencl.py and cuda.py supply the device primitives."""
 from __future__ import annotations
 
 import collections
+import functools
 import math
 import sys
 import threading
@@ -155,8 +156,13 @@ class DeviceExecutor(Executor):
 
     @property
     def caps(self):
-        r = self.dialect if (self.fp64 or self.dialect != "opencl") else "opencl-fp32"
-        return {"fuse": True, "renderer": r, "max_ops": settings.max_kernel_ops}
+        """The compiler's view of this device: the C renderer in its dialect (float sums
+        accumulate in float on a device without fp64); kernels over complex dtypes are left
+        to the CPU."""
+        return {"fuse": True, "max_ops": settings.max_kernel_ops, "sink_ops": True,
+                "complex": False, "render": functools.partial(render_c.render,
+                                                              dialect=self.dialect,
+                                                              fp64=self.fp64)}
 
     # ---- memory --------------------------------------------------------------------------
     def alloc(self, shape, dtype):
@@ -488,7 +494,7 @@ class DeviceExecutor(Executor):
     def _split_or_fallback(self, prog, why, split_stat="kernel_splits", fallback_stat=None):
         """Run ``prog`` as two smaller programs, or on the CPU executor when it does not split."""
         from .. import compiler
-        parts = compiler.split(prog, self.caps["renderer"])
+        parts = compiler.split(prog, self.caps)
         if settings.debug >= 1:
             print(f"[streamrt] {self.name}: {why}; "
                   f"{'splitting' if parts else 'running on the CPU executor'}", file=sys.stderr)
@@ -510,7 +516,7 @@ class DeviceExecutor(Executor):
         cpu = registry.get("cpu")
         if prog.kind == "kernel":
             k = prog.kernel
-            prog = compiler.kernel_program(prog.ops, prog.stored, k.space, k.axes, "numba")
+            prog = compiler.kernel_program(prog.ops, prog.stored, k.space, k.axes, cpu.caps)
         for p in prog.outputs:
             p.value = np.empty(p.shape, p.dtype)
         with cpu.run_lock:

@@ -1,31 +1,22 @@
-"""ProgGen: work-queue entries in, program sequence out (backward pass, forward pass,
-scheduling pass, code generation). Pure: it imports no device library."""
+"""The compiler (ProgGen): work-queue entries in, program sequence out. The passes
+(passes.py, in order) group the live ops into kernels; each kernel's IR (kernel.py) gets a
+loop plan (plan.py) and is rendered by the backend -- ``caps["render"]``, its renderer, is
+all the compiler knows of it -- into source; the programs form the sequence (sequence.py).
+Pure: it imports no backend and no device library."""
 from __future__ import annotations
 
 import sys
 
 from ..core.config import settings
-from . import analysis, fusion
-from .kernel import build_kernel
+from . import passes, plan
+from .kernel import build_kernel, has_complex
 from .sequence import Program, ProgramSequence
 
-RENDERERS = {}
 
-
-def _renderer(name):
-    if name not in RENDERERS:
-        if name == "numba":
-            from ..backends.numba_cpu import render as render_numba
-            RENDERERS[name] = render_numba.render
-        elif name in ("opencl", "opencl-fp32", "cuda"):
-            from ..backends import c_render as render_c
-            RENDERERS[name] = {"opencl": render_c.render_opencl, "cuda": render_c.render_cuda,
-                               "opencl-fp32": render_c.render_opencl_fp32}[name]
-    return RENDERERS[name]
-
-
-def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset(), phases=None,
+def kernel_program(ops, stored, space, axes, caps, inplace=frozenset(), phases=None,
                    stash=()):
+    """The program of one fused group: its kernel IR, planned and rendered by the backend
+    (``caps["render"](kernel, plan)`` -> source, function name, index table, scratch spec)."""
     k = build_kernel(ops, stored, space, axes or (), inplace, phases, stash)
     inputs = [a.port for a in k.loads]
     # region writes wait for (and copy or reuse) their base
@@ -35,81 +26,52 @@ def kernel_program(ops, stored, space, axes, renderer="numba", inplace=frozenset
     # instantiation of a cached template -- cost the size of the whole sequence)
     prog = Program("kernel", list(ops), list(inputs) + list(k.scalars), outputs, kernel=k,
                    stored=frozenset(p.id for p in ops if p.id in stored))
-    if renderer != "numba" and _c_host(k):
-        # no complex type in OpenCL/CUDA C: the device executor runs this kernel on the CPU
+    if not caps.get("complex", True) and has_complex(k):
+        # a backend without complex types (C dialects): its executor runs this on the CPU
         prog.source, prog.fn, prog.table, prog.partials = None, "host", None, None
         return prog
-    prog.source, prog.fn, prog.table, prog.partials = _renderer(renderer)(k)
+    prog.source, prog.fn, prog.table, prog.partials = caps["render"](k, plan.choose(k))
     return prog
 
 
-def _c_host(k):
-    from ..backends.c_render import has_complex
-    return has_complex(k)
-
-
-def generate(entries, backend_caps):
-    """Build the program sequence for a flush. ``backend_caps``: dict with 'fuse' (bool),
-    'renderer' ('numba' or None for one reference op per program), 'max_ops'."""
-    ports = analysis.collect(entries)
-    live, consumers, dead = analysis.backward(ports)
-    ops = [p for p in live if p.kind != "view"]
-    fuse = backend_caps.get("fuse", True) and settings.fusion
-    # region writes fused into the kernel computing their value, and fused scans: Numba
-    # renderer only, unless the executor opts out (Dask re-plans kernels per chunk)
-    fuse_updates = backend_caps.get("renderer") == "numba" and backend_caps.get("fuse_updates",
-                                                                                True)
-    groups, gidx = fusion.schedule(ops, fuse=fuse, max_ops=backend_caps.get("max_ops", 128),
-                                   fuse_updates=fuse_updates)
-    inlined = set()
-    if fuse and backend_caps.get("renderer") == "numba" and backend_caps.get("inline_scalars",
-                                                                              True):
-        inlined = fusion.inline_scalars(groups, gidx, consumers)
-    if fuse and backend_caps.get("sink_ops", True):
-        fusion.sink_ops(groups, gidx, consumers, backend_caps.get("max_ops", 128))
-    if fuse and backend_caps.get("renderer") == "numba" and settings.row_fusion \
-            and backend_caps.get("row_fusion", True):
-        fusion.row_fuse(groups, gidx, consumers, backend_caps.get("max_ops", 128))
-    stored = analysis.forward(live, consumers, gidx) - inlined
-    scans = {}
-    if fuse and backend_caps.get("renderer") == "numba" and settings.fuse_scans \
-            and backend_caps.get("fuse_scans", True):
-        from . import scan
-        scans = scan.fuse_scans(groups, gidx, consumers, stored)
-    inplace = analysis.inplace_updates(groups, gidx, consumers) if fuse_updates else set()
+def generate(entries, caps):
+    """Build the program sequence for a flush. ``caps``: the backend's (``Executor.caps``) --
+    ``render`` (its renderer, or None: one reference op per program), ``render_scan`` (fused
+    scans), ``complex`` (it renders complex dtypes), ``max_ops`` and the switches of the
+    passes (passes.py)."""
+    f = passes.run(entries, caps)
     programs = []
-    for g in groups:
+    for g in f.groups:
         if not g.ops:
             continue                     # emptied by fuse_scans
         if g.kind == "scan":
-            programs.append(_scan_program(g, scans))
+            programs.append(_scan_program(g, f.scans, caps))
         elif g.kind == "intrinsic":
             p = g.ops[0]
             programs.append(Program("intrinsic", [p], list(p.inputs), [p]))
-        elif backend_caps.get("renderer") is None:
+        elif caps.get("render") is None:
             p = g.ops[0]
             programs.append(Program("refop", [p], list(p.inputs), [p]))
         else:
-            programs.append(kernel_program(g.ops, stored, g.space, g.axes,
-                                           backend_caps["renderer"], inplace, g.phases,
-                                           g.stash))
+            programs.append(kernel_program(g.ops, f.stored, g.space, g.axes, caps, f.inplace,
+                                           g.phases, g.stash))
     if settings.debug >= 3:
-        for g in groups:
+        for g in f.groups:
             print(f"[streamrt] fusion group {g}", file=sys.stderr)
-    return ProgramSequence(programs, dead, groups)
+    return ProgramSequence(programs, f.dead, f.groups)
 
 
-def _scan_program(g, scans):
-    """A cumsum/cumprod fused with its element-wise producers (proggen/scan.py)."""
-    from . import scan
+def _scan_program(g, scans, caps):
+    """A cumsum/cumprod fused with its element-wise producers (scan.py), rendered by the
+    backend (``caps["render_scan"]``)."""
     p = g.ops[-1]
     ops, leaves = scans[p.id]
     prog = Program("scan", list(g.ops), list(leaves), [p])
-    prog.source, prog.fn = scan.render(ops, leaves, p)
+    prog.source, prog.fn = caps["render_scan"](ops, leaves, p)
     return prog
 
 
-def split(prog, renderer="numba"):
+def split(prog, caps):
     """A kernel that failed to compile, split in two halves (ports crossing the cut are stored)."""
     ops = prog.ops
     k = prog.kernel
@@ -121,7 +83,7 @@ def split(prog, renderer="numba"):
         for ph in k.phases:
             part = [k.ops[n] for n in ph]
             reds = any(p.kind == "reduce" for p in part)
-            out.append(kernel_program(part, cross, k.space, k.axes if reds else (), renderer))
+            out.append(kernel_program(part, cross, k.space, k.axes if reds else (), caps))
         return out
     if len(ops) < 2:
         return None
@@ -138,5 +100,5 @@ def split(prog, renderer="numba"):
     for part in (first, second):
         reds = [p for p in part if p.kind == "reduce"]
         sp = k.space
-        out.append(kernel_program(part, cross, sp, k.axes if reds else (), renderer))
+        out.append(kernel_program(part, cross, sp, k.axes if reds else (), caps))
     return out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..core.ops import OPS
 from ..core.ir import c_strides
 
@@ -94,6 +96,15 @@ def is_update(p):
     """A region write (frontend/indexing.py): it fuses as a store into the kernel computing
     the written value; its space is the region's shape."""
     return p.kind == "intrinsic" and p.op == "update"
+
+
+def has_complex(k):
+    """Whether kernel ``k`` touches a complex dtype (a backend without complex types -- the C
+    dialects -- runs it on the CPU)."""
+    ports = list(k.ops) + [a.port for a in k.loads] + list(k.scalars)
+    return any(np.dtype(p.dtype).kind == "c" or (p.loop_dtype is not None and
+                                                 np.dtype(p.loop_dtype).kind == "c")
+               for p in ports)
 
 
 def build_kernel(ops, stores, space, axes, inplace=frozenset(), phases=None, stash=()):

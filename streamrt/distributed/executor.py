@@ -17,7 +17,10 @@ from ..core import stats
 from ..core.config import settings
 from ..core.ops import REDUCTIONS
 from ..core.ir import strided
-from ..backends.base import Executor, kernel_partials, kernel_scalar, ref_value
+from ..compiler import plan
+from ..backends.base import Executor, kernel_scalar, ref_value
+from ..backends.numba_cpu import render as render_numba
+from ..backends.numba_cpu.executor import CPUExecutor, kernel_partials
 
 _task_ids = itertools.count(1)
 
@@ -378,9 +381,8 @@ class DaskExecutor(Executor):
     name = "dask"
     # region writes and scans stay intrinsics (whole-array tasks): per-chunk planning knows
     # plain loads and stores only
-    caps = {"fuse": True, "renderer": "numba", "max_ops": 128, "fuse_updates": False,
-            "fuse_scans": False, "inline_scalars": False,
-            "row_fusion": False}
+    caps = dict(CPUExecutor.caps, fuse_updates=False, fuse_scans=False, inline_scalars=False,
+                row_fusion=False)
 
     def __init__(self):
         super().__init__()
@@ -621,7 +623,6 @@ class _Group:
         got = self.plans.get(prog)
         if got is not None:
             return got
-        from ..backends.numba_cpu import render as render_numba
         k = prog.kernel
         bounds = space_bounds(k)
         chunks = list(zip(bounds[:-1], bounds[1:])) if bounds and len(bounds) > 2 else [None]
@@ -648,7 +649,7 @@ class _Group:
             else:
                 lk, bases, load_base, shifts, shadow, need = plan_chunk(prog, c[0], c[1],
                                                                         partial, rows)
-                source, fn, table, partials = render_numba.render(lk)
+                source, fn, table, partials = render_numba.render(lk, plan.choose(lk))
                 shifts = [(lk.reductions.index(shadow[p.id]), s) for p, s in shifts]
             step = (source, fn, table, bases, load_base,
                     [(a.port.shape, a.port.dtype) for a in lk.stores],

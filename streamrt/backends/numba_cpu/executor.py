@@ -9,10 +9,12 @@ import threading
 
 import numpy as np
 
+from ... import compiler
 from ...core import stats
-from . import program_cache
 from ...core.config import settings
-from ..base import Executor, kernel_partials, kernel_scalar, ref_value, run_refop
+from ...core.ir import c_strides
+from ..base import Executor, kernel_scalar, ref_value, run_refop
+from . import program_cache, render, scan
 
 _layer_lock = threading.Lock()
 _layer_set = False
@@ -95,7 +97,6 @@ def _copy_complement(dst, src, off, shape, st):
     """Copy only the elements outside a rectangular unit-step region (the kernel writes the
     rest): for ``u[1:-1, 1:-1] = ...`` the boundary, not the whole array. False: not such a
     region (the caller copies everything)."""
-    from ...core.ir import c_strides
     nd = src.ndim
     cs = c_strides(src.shape)
     if not src.size or len(shape) != nd or any(n > 1 and s != c for n, s, c in
@@ -114,9 +115,40 @@ def _copy_complement(dst, src, off, shape, st):
     return True
 
 
+def kernel_partials(spec, n, row=0):
+    """The scratch arguments of a Numba reduction kernel (render.py): per-chunk
+    partials (``n`` = K * C elements of each dtype), for blocked reductions one
+    (threads, BLOCK) block per reduction (``("block", dtype)``), and for a row kernel's
+    row-buffered values one (threads, ``row``) buffer each (``("row", dtype)``)."""
+    out = []
+    for s in spec:
+        if isinstance(s, tuple):
+            shape = _block_shape() if s[0] == "block" else (_block_shape()[0], row)
+            out.append(np.empty(shape, s[1]))
+        else:
+            out.append(np.empty(n, s))
+    return out
+
+
+_BLOCK_SHAPE = None
+
+
+def _block_shape():
+    """(Numba's thread count, BLOCK): rows of a blocked reduction's scratch (fixed once Numba
+    is loaded: ``NUMBA_NUM_THREADS`` is the pool size, not ``set_num_threads``)."""
+    global _BLOCK_SHAPE
+    if _BLOCK_SHAPE is None:
+        import numba      # (Numba's import is most of a second: loaded with the first kernel)
+        _BLOCK_SHAPE = (numba.config.NUMBA_NUM_THREADS, render.BLOCK)
+    return _BLOCK_SHAPE
+
+
 class CPUExecutor(Executor):
     name = "cpu"
-    caps = {"fuse": True, "renderer": "numba", "max_ops": 128}
+    # the compiler's view of this backend (compiler/__init__.py, passes.py)
+    caps = {"fuse": True, "max_ops": 128, "render": render.render, "render_scan": scan.render,
+            "fuse_updates": True, "inline_scalars": True, "sink_ops": True, "row_fusion": True,
+            "fuse_scans": True}
 
     def __init__(self):
         super().__init__()
@@ -137,7 +169,7 @@ class CPUExecutor(Executor):
                     print(f"[streamrt] kernel failed ({type(e).__name__}: {str(e)[:200]}); "
                           "splitting", file=sys.stderr)
                 self._split_and_run(prog)
-        elif prog.kind == "scan":          # cumsum/cumprod fused with producers (proggen/scan.py)
+        elif prog.kind == "scan":          # cumsum/cumprod fused with producers (scan.py)
             self._run_scan(prog)
         elif prog.kind in ("intrinsic", "refop"):
             for p in prog.ops:
@@ -145,7 +177,6 @@ class CPUExecutor(Executor):
             stats.add("intrinsics_launched")
 
     def _run_scan(self, prog):
-        from ...compiler import scan
         try:
             d = self.compile(prog)
             program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
@@ -159,8 +190,7 @@ class CPUExecutor(Executor):
         stats.add("kernels_launched")
 
     def _split_and_run(self, prog):
-        from ... import compiler
-        parts = compiler.split(prog)
+        parts = compiler.split(prog, self.caps)
         if parts is None:
             # a single op that will not compile: evaluate it with NumPy (counted)
             stats.add("fallback_to_reference")

@@ -27,21 +27,17 @@ _NPNAME: dict = {}
 # independent accumulators. The element loop then has no loop-carried dependency (LLVM
 # vectorises it, polynomial exp/log included: a sequential floating-point accumulator forbids
 # that without reassociation), and the folding loop is not bound by one add's latency.
-# Softmax's exp-and-sum kernel: ~2x.
 BLOCK, LANES = 256, 4
-# One-axis reductions over a light body (UNROLL_COST below) go further: the element loop
+# One-axis reductions over a light body (the plan's ``lanes``) go further: the element loop
 # runs in groups of SPAN consecutive elements, unrolled, element ``bb + ll`` of a group
 # updating the scalar lane ``w{j}_{ll}``; LLVM's SLP vectoriser packs the lanes into vector
 # registers (program_cache compiles streamrt's kernels with it on: Numba leaves it off by
 # default). The lanes are folded pairwise, then the last ``nt % SPAN`` elements are
-# added in order: NumPy's pairwise_sum for up to 128 elements, to the last bit. sum(x*x) with
-# max(abs(x)) of 20M float32: 14 ms (blocks) -> ~6 ms (lanes in a local array, which LLVM
-# kept scalar) -> ~2.5 ms (scalar lanes with SLP; a scalar Numba loop: 6.5 ms). SPAN 16 would
-# be faster again (1.7 ms) but no longer NumPy's order. Float max/min lanes compare plainly
-# and keep a NaN flag (_nan_lanes); the reduction templates (ops.py) use ``|``, not ``or``:
-# a short-circuit is a branch, which LLVM does not vectorise.
+# added in order: NumPy's pairwise_sum for up to 128 elements, to the last bit (a wider SPAN
+# would no longer be NumPy's order). Float max/min lanes compare plainly and keep a NaN flag
+# (_nan_lanes); the reduction templates (ops.py) use ``|``, not ``or``: a short-circuit is a
+# branch, which LLVM does not vectorise.
 SPAN = 8
-UNROLL_COST = 16        # the most a body may cost (ops.py ``cost``, summed) to be unrolled
 COLUMNS = 256           # kept indices per task of a leading-axis reduction (_column_path)
 
 
@@ -165,10 +161,11 @@ def _quad_loop(src, depth, var, count, ei0, quads, element, par=False):
     element(depth + 1, 4)
 
 
-def render(k):
-    """(source, function name, index table values, partials spec) for Kernel ``k``."""
+def render(k, plan):
+    """(source, function name, index table values, partials spec) for Kernel ``k``, following
+    its loop plan (compiler/plan.py)."""
     if k.phases:
-        return render_rows(k)
+        return render_rows(k, plan)
     tbl, hdr, kept_n, _, names, iname = index_table(k, "{name} = D[{i}]")
     red = k.is_reduction
     nk, nr = len(k.kept), len(k.red) if red else 0
@@ -207,23 +204,9 @@ def render(k):
         if p.op in ("argmax", "argmin"):
             parts.append(f"qi{j}")
             partial_spec.append(D.int64)
-    # lanes (SPAN above): one reduced axis, no argmax/argmin (with kept axes too: a row-wise
-    # (A * p).sum(axis=1) of 2048 x 2048 float64 2.8 -> 1.3 ms, max(axis=1) 4.2 -> 1.2 ms;
-    # lanes in a local array had made the n-body step slower, 17 -> 26 ms) ...
-    argm = any(p.op in ("argmax", "argmin") for p in k.reductions)
-    # ... and only while the body is light: eight copies of a heavy one (Black-Scholes'
-    # exp/log/erf, a counter-based generator) compiled 3-6x slower with SLP and ran slower
-    # than the blocks, whose element loop LLVM vectorises whole (Black-Scholes with its mean:
-    # 11.8 ms in blocks, 27 ms unrolled)
-    light = red and len(k.red) == 1 and not argm and _light(k.ops)
-    # An integer or boolean accumulator (a count, any/all, an integer sum or max) is exact in
-    # any order: LLVM vectorises the plain loop's reduction itself, neither lanes nor blocks
-    # -- Monte Carlo pi's count over two generated uniforms 44 -> 30 ms (the blocks stored
-    # each value and folded them again), max of int32 2.5 -> 1.5, any 2.1 -> 1.7 ms (against
-    # the lanes)
-    exact = red and not argm and all(reduce_params(p)[3].kind in "biu" for p in k.reductions)
-    spans = light and not exact
-    if red and len(k.red) == 1 and not light and not argm and not exact:
+    # the loop strategy is the plan's (compiler/plan.py): lanes, blocks or the plain loop
+    spans = plan.reduce == "lanes"
+    if plan.reduce == "blocks":
         # blocked reduction: a (threads, BLOCK) scratch per reduction, passed by the executor
         # (numba.get_num_threads() in a kernel would make it uncacheable)
         for j, p in enumerate(k.reductions):
@@ -277,7 +260,7 @@ def render(k):
                 src(1, f"a{ai} = a{ai}[{off}:]")
         iv = [f"i{d}" for d in range(nk)]
         # quads along the innermost loop when the flat index steps by one along it
-        quad = bool(quads) and iname[1][-1] == "1"
+        quad = plan.quads
         rowv = [nk >= 2 and sliced[ai] and ks[-1] == "1" for ai, (_, ks, _) in enumerate(names)]
         idx = [iv[-1] if rowv[ai] else index(([] if sliced[ai] else [off]) + terms(iv, ks))
                for ai, (off, ks, _) in enumerate(names)]
@@ -307,7 +290,7 @@ def render(k):
         else:
             emit_element(1 + nk, idx, ie)
     else:
-        if light and nk == 1 and nr == 1 and not k.stores and not iname and nload:
+        if plan.column_walk:
             _column_path(src, k, names, nload, body, local)
         kdims = "*".join(kept_n) if kept_n else "1"
         src(1, f"K = {kdims}")
@@ -357,7 +340,7 @@ def render(k):
                 hoisted.add(ai)
         ie = index(["bi"] + terms(rv, iname[2])) if iname else None
         # quads along the element loop when the flat index steps by one along it
-        quad = bool(quads) and nr == 1 and iname[2][0] == "1" and not spans
+        quad = plan.quads
         qei0 = "bi"
         if spans:                       # lanes, then the tail loop the code below fills
             # (tried: one pass over the task's range per reduction, the second from cache --
@@ -531,7 +514,7 @@ def _fold_block(src, k, reds=None, kept=None):
             names = names[::2]
 
 
-def render_rows(k):
+def render_rows(k, plan):
     """A row kernel (fusion.row_fuse): one task per row (the kept dims); in each task the
     phases run in order, each a loop along the row. A phase's reductions are blocked and
     folded as in a reduction kernel, then become per-row locals (and are written to their
@@ -604,10 +587,10 @@ def render_rows(k):
                 views.setdefault(i.inputs[0].id, {})[i.id] = i
     views = {r: list(vs.values()) for r, vs in views.items()}
     per_row = {sc.id for sc in k.scalars} | {k.loads[ai].port.id for ai in hoisted}
-    for ph in k.phases:
+    for ph, strategy in zip(k.phases, plan.phases):
         ops = [k.ops[n] for n in ph]
         reds = [(rix[p.id], p) for p in ops if p.kind == "reduce"]
-        blocked = bool(reds) and not _light(ops)
+        blocked = strategy == "blocks"
         body = []
         used = sorted({load_of[i.id] for p in ops for i in p.inputs if i.id in load_of}
                       - hoisted)
@@ -641,14 +624,14 @@ def render_rows(k):
                 stored.add(p.id)
                 phase_stores.append(ai)
                 body.append(f"{ix[ai]} = {local[p.id][0]}")
-        if not reds:
+        if strategy == "loop":
             src(2, "for r0 in range(nr0):")
             for line in body:
                 src(3, line)
             continue
-        if _light(ops):
+        if strategy == "lanes":
             # a light phase in lanes, as a light reduction kernel (softmax's row max, layer
-            # norm's mean and variance; blocks copied each value before folding it)
+            # norm's mean and variance)
             _lanes(src, reds, local, "nr0", lambda d: [src(d, line) for line in body])
             src(2, "for r0 in range(nl, nr0):")
             for line in body:
@@ -698,12 +681,6 @@ def render_rows(k):
                 per_row.add(v.id)
     source = HEADER + "\n" + "\n".join(src.lines) + "\n"
     return source, "kernel", np.array(tbl, dtype=np.int64), tuple(partial_spec)
-
-
-def _light(ops):
-    """Whether a reduction over the map ops among ``ops`` is unrolled into lanes (SPAN):
-    their summed cost (ops.py) is at most UNROLL_COST."""
-    return sum(OPS[p.op].cost for p in ops if p.kind == "map") <= UNROLL_COST
 
 
 def _lanes(src, reds, local, n, emit):
@@ -790,12 +767,9 @@ def _column_path(src, k, names, nload, body, local):
     takes COLUMNS kept indices and walks the rows in order, adding each row's slice into a
     local accumulator row -- the inner loop runs along memory and vectorises. The element
     order per column is NumPy's for an axis-0 reduction (row after row). The general loop
-    (one task per kept index striding down the rows) stays for other layouts. 4096 x 2048
-    float32 ``sum(axis=0)``: 21 -> ~1 ms (NumPy 0.8 ms)."""
-    rs0, ks0 = names[0][2][0], names[0][1][0]
-    if rs0 in ("0", "1") or ks0 == "0" or any(int(a.kept[0]) < 0 or int(a.red[0]) < 0
-                                               for a in k.loads):
-        return
+    (one task per kept index striding down the rows) stays for other layouts. (The plan
+    chooses it: compiler/plan.py ``column_walk``.)"""
+    rs0 = names[0][2][0]
     unit = [ks[0] for _, ks, _ in names[:nload] if ks[0] not in ("0", "1")]
     src(1, f"if nk0 >= 32 and {rs0} != 1{''.join(f' and {s} == 1' for s in unit)}:")
     src(2, f"NT = (nk0 + {COLUMNS - 1}) // {COLUMNS}")
