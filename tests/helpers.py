@@ -121,15 +121,7 @@ def child_env(cache_dir, **settings):
 
 
 def compiler_caps(backend, **over):
-    """The caps compiler.generate gets from ``backend``'s executor ('numba', 'opencl',
-    'cuda'), without the executor (no device needed); ``over`` replaces entries."""
-    if backend == "numba":
-        from streamrt.backends.numba_cpu.executor import CPUExecutor
-        caps = CPUExecutor.caps
-    else:
-        import functools
-
-        from streamrt.backends import c_render
-        caps = {"fuse": True, "max_ops": 128, "sink_ops": True, "complex": False,
-                "render": functools.partial(c_render.render, dialect=backend)}
-    return dict(caps, **over)
+    """The caps compiler.generate gets from ``backend``'s executor ('cpu', 'opencl', 'cuda'),
+    without the executor (no device needed); ``over`` replaces entries."""
+    from streamrt.backends import registry
+    return dict(registry.BACKENDS[backend].caps, **over)

@@ -1,12 +1,11 @@
 """The compiler's pass list (compiler/passes.py) and loop plans (compiler/plan.py): the passes
-run in the listed order, a pass added to the list is run with nothing else to change (the
-CONTRIBUTING.md recipe), and the plan a kernel gets is the strategy its Numba source shows."""
+run in the listed order, and the plan a kernel gets is the strategy its Numba source shows."""
 import numpy as np
 from helpers import compiler_caps
 
 import streamrt as ps
 from streamrt import compiler
-from streamrt.compiler import fusion, passes, plan
+from streamrt.compiler import passes, plan
 from streamrt.runtime.workqueue import current_queue
 
 
@@ -22,37 +21,7 @@ def test_the_passes_are_a_list_run_in_order(monkeypatch):
     assert seen == names
 
 
-def one_op_per_kernel(f):
-    """A toy pass: every element-wise op of a fused map kernel gets a kernel of its own."""
-    if not f.fuse:
-        return
-    groups = []
-    for g in f.groups:
-        parts = [[p] for p in g.ops] if g.kind == "fused" and g.axes is None and \
-            g.phases is None else [g.ops]
-        for ops in parts:
-            h = fusion.Group(g.kind, g.space, g.axes, len(groups))
-            h.ops, h.phases, h.stash = list(ops), g.phases, g.stash
-            groups.append(h)
-    f.groups = groups
-    f.gidx = {p.id: g.index for g in groups for p in g.ops}
-
-
-def test_a_pass_added_to_the_list_runs(stats, monkeypatch):
-    a = np.linspace(0, 1, 1000)
-    x = ps.asarray(a)
-    np.testing.assert_allclose(np.asarray(ps.sqrt(x * 2 + 1)), np.sqrt(a * 2 + 1))
-    assert stats()["kernels_launched"] == 1
-    at = passes.PASSES.index(passes.stores)      # before the store decision
-    monkeypatch.setattr(passes, "PASSES", passes.PASSES[:at] + [one_op_per_kernel]
-                        + passes.PASSES[at:])
-    ps.clear_caches()                             # (the trace cache holds the fused sequence)
-    ps.reset_stats()
-    np.testing.assert_allclose(np.asarray(ps.sqrt(x * 2 + 1)), np.sqrt(a * 2 + 1))
-    assert stats()["kernels_launched"] == 3
-
-
-def _kernel(build, backend="numba"):
+def _kernel(build, backend="cpu"):
     """(plan, source) of the one kernel ProgGen makes of what ``build()`` records."""
     ps.sync()
     keep = build()

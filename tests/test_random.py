@@ -172,7 +172,7 @@ def _numba_sources(build):
     from streamrt.runtime.workqueue import current_queue
     ps.sync()
     keep = build()
-    seq = compiler.generate(current_queue().take(), compiler_caps("numba"))
+    seq = compiler.generate(current_queue().take(), compiler_caps("cpu"))
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -260,7 +260,7 @@ def test_fused_kernel_reads_no_array():
     g = ps.random.default_rng(1)
     ps.sync()
     y = g.standard_normal((50, 20)) * 0.5 + g.random((50, 20))
-    seq = compiler.generate(current_queue().take(), compiler_caps("numba"))
+    seq = compiler.generate(current_queue().take(), compiler_caps("cpu"))
     kernels = [p for p in seq.programs if p.kind == "kernel"]
     assert len(kernels) == 1
     k = kernels[0].kernel
@@ -554,12 +554,12 @@ def test_cuda_dialect_helpers_on_the_host(tmp_path):
     CUDA intrinsics it uses shimmed and FMA contraction off, gives the reference's bits --
     the CUDA executor itself needs a GPU."""
     import subprocess
-    from streamrt.backends import c_render as render_c
+    from streamrt.backends.cuda.dialect import DIALECT as CUDA
     src = ("#include <cstdio>\n#include <cstdlib>\n#include <cmath>\n#include <cstring>\n"
            "#define __device__\n#define __forceinline__ inline\n#define __global__\n"
            "static inline double __dmul_rn(double a, double b) { return a * b; }\n"
-           + render_c._CUDA_PRELUDE
-           + R.c_source("cuda", "srr_normal( srr_uniform_f64(")
+           + CUDA.prelude
+           + R.c_source("srr_normal( srr_uniform_f64(", CUDA.exact_mul)
            + r"""
 int main(int argc, char** argv) {
     const i64 key = strtoll(argv[1], 0, 10), ctr = strtoll(argv[2], 0, 10);

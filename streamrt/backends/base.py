@@ -1,5 +1,7 @@
-"""Executor interface: alloc, free, copy_in, copy_out, compile, launch, synchronize -- and a
-worker thread that runs launched programs in order and reports completion to the E-Scheduler."""
+"""What every backend has: the ``Backend`` descriptor, the executor interface (alloc, free,
+copy_in, copy_out, compile, launch, synchronize) with a worker thread that runs launched
+programs in order and reports completion to the E-Scheduler, output allocation, the host
+buffer pool, and the reference (NumPy) evaluation of one port."""
 from __future__ import annotations
 
 import math
@@ -11,6 +13,7 @@ import time
 import numpy as np
 
 from ..core import dtypes as D, hooks, stats
+from ..core import config
 from ..core.config import settings
 from ..core.ops import loop_operands
 from ..compiler.sequence import elements
@@ -69,13 +72,59 @@ class HostPool:
 host_pool = HostPool()
 
 
+class Backend:
+    """One backend as the rest of streamrt knows it: defined by its folder
+    (``backends/<folder>/__init__.py``: ``BACKEND``), listed in registry.py.
+
+    ``name``        its STREAMRT_BACKEND value
+    ``executor``    its Executor class (created once per process, without arguments)
+    ``caps``        what the compiler asks of it: ``render(kernel, plan)``, ``render_scan``,
+                    ``max_ops``, the passes it takes (compiler/passes.py); ``complex`` is
+                    derived from ``dtypes``
+    ``dtypes``      the dtypes its kernels compute in (a kernel over another runs on the CPU)
+    ``dialect``     its c_render.Dialect (the C backends)
+    ``device``      it has memory of its own: placement weighs transfers, ps.devices() lists
+                    its devices, and a device that cannot open is served by the CPU executor
+    ``discover``    () -> [device dicts] for ps.devices() and placement, or None
+    ``estimate``    (device dict or None) -> (launch seconds, element-ops per second, host
+                    transfer bytes per second): what placement assumes before measuring
+    ``cache_dirs``  directories under STREAMRT_CACHE_DIR its compilers write (listed by
+                    ps.cache_info(), emptied by ps.clear_caches(disk=True)); ``cache_listed``:
+                    listed, never emptied
+    ``settings``    its own STREAMRT_* flags, {name: config.Flag}
+    """
+
+    __slots__ = ("name", "executor", "caps", "dtypes", "dialect", "device", "discover",
+                 "estimate", "cache_dirs", "cache_listed", "settings")
+
+    def __init__(self, name, executor, caps, dtypes, dialect=None, device=False,
+                 discover=None, estimate=None, cache_dirs=(), cache_listed=(), settings=None):
+        self.name, self.executor, self.dialect, self.device = name, executor, dialect, device
+        self.dtypes = tuple(np.dtype(d) for d in dtypes)
+        self.caps = dict(caps, complex=any(d.kind == "c" for d in self.dtypes))
+        self.discover, self.estimate = discover, estimate
+        self.cache_dirs, self.cache_listed = tuple(cache_dirs), tuple(cache_listed)
+        self.settings = dict(settings or {})
+        for key, flag in self.settings.items():
+            config.declare(key, flag)
+        executor.backend = self
+
+    def __repr__(self):
+        return f"Backend({self.name!r}, {self.executor.__name__})"
+
+
 class Executor:
     name = "base"
-    caps = {"fuse": True, "render": None, "max_ops": 128}
+    backend = None          # its Backend (set by the descriptor of the backend it serves)
     # Programs submitted run one at a time in submission order on the worker thread, so the
     # E-Scheduler may submit a program whose inputs are still being computed by programs
     # queued before it here (scheduler/escheduler.py). Executors that reorder set False.
     in_order = True
+
+    @property
+    def caps(self):
+        """What the compiler asks of this executor's kernels (its Backend's caps)."""
+        return self.backend.caps
 
     def __init__(self):
         self._q = queue.SimpleQueue()

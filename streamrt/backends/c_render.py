@@ -1,11 +1,13 @@
-"""C-dialect renderer: Kernel -> OpenCL C or CUDA C source (+ the runtime index table).
+"""C-dialect renderer: Kernel -> C source in a dialect (OpenCL C, CUDA C) + the runtime index
+table.
 
-One renderer for both dialects. The kernel body is written once against a small prelude of
-macros and typedefs (SR_KERNEL, SR_GLOBAL, SR_GID, i64, u8, ...) that each dialect defines; the
-only per-dialect differences are that prelude and the names of single-precision math functions
-(CUDA spells them ``expf``; OpenCL overloads ``exp``). Expression templates are a table keyed
-by the op table's names (``C_OPS``, ``C_REDUCTIONS``); every op in ``ops.OPS`` and
-``ops.REDUCTIONS`` has one (``missing_templates()`` says which do not).
+One renderer for every dialect. The kernel body is written once against a small prelude of
+macros and typedefs (SR_KERNEL, SR_GLOBAL, SR_GID, i64, u8, ...) that each dialect defines
+(``Dialect``: its subclasses set the prelude, the suffix of single-precision math functions --
+CUDA spells them ``expf``; OpenCL overloads ``exp`` -- and the pragmas; they may extend the
+op table). Expression templates are a table keyed by the op table's names (``C_OPS``,
+``C_REDUCTIONS``); every op in ``ops.OPS`` and ``ops.REDUCTIONS`` has one
+(``missing_templates()`` says which do not).
 
 NumPy semantics are kept as the Numba path keeps them (executors/cpu_lib.py): integer
 division and modulo by zero give 0, floor-division and modulo take NumPy's signs, shifts past
@@ -33,54 +35,6 @@ from ..core.ops import OPS, REDUCTIONS, operand_dtypes
 from ..compiler.kernel import Src, index_table, reduce_params, terms
 
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)
-
-# ---- dialects --------------------------------------------------------------------------------
-_OPENCL_PRELUDE = """\
-typedef long i64;
-typedef ulong u64;
-typedef int i32;
-typedef uint u32;
-typedef uchar u8;
-#define SR_KERNEL __kernel void
-#define SR_FN static inline
-#define SR_GLOBAL __global
-#define SR_LOCAL __local
-#define SR_GID ((i64)get_global_id(0))
-#define SR_GSIZE ((i64)get_global_size(0))
-#define SR_LID ((i64)get_local_id(0))
-#define SR_LSIZE ((i64)get_local_size(0))
-#define SR_GRP ((i64)get_group_id(0))
-#define SR_NGRP ((i64)get_num_groups(0))
-#define SR_BARRIER barrier(CLK_LOCAL_MEM_FENCE)
-#define SR_INF_F INFINITY
-#define SR_NAN_F NAN
-#define SR_INF_D ((double)INFINITY)
-#define SR_NAN_D ((double)NAN)
-"""
-_OPENCL_FP64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-
-_CUDA_PRELUDE = """\
-typedef long long i64;
-typedef unsigned long long u64;
-typedef int i32;
-typedef unsigned int u32;
-typedef unsigned char u8;
-#define SR_KERNEL extern "C" __global__ void
-#define SR_FN static __device__ __forceinline__
-#define SR_GLOBAL
-#define SR_LOCAL __shared__
-#define SR_GID ((i64)blockIdx.x * (i64)blockDim.x + (i64)threadIdx.x)
-#define SR_GSIZE ((i64)gridDim.x * (i64)blockDim.x)
-#define SR_LID ((i64)threadIdx.x)
-#define SR_LSIZE ((i64)blockDim.x)
-#define SR_GRP ((i64)blockIdx.x)
-#define SR_NGRP ((i64)gridDim.x)
-#define SR_BARRIER __syncthreads()
-#define SR_INF_F __int_as_float(0x7f800000)
-#define SR_NAN_F __int_as_float(0x7fffffff)
-#define SR_INF_D __longlong_as_double(0x7ff0000000000000LL)
-#define SR_NAN_D __longlong_as_double(0x7ff8000000000000LL)
-"""
 
 _SUFFIX = {np.dtype(np.bool_): "b", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
            np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -111,23 +65,26 @@ def utype(dt):
 
 
 class Dialect:
-    """What differs between OpenCL C and CUDA C: the prelude and math function names."""
+    """What one C dialect writes differently. The kernel body is written once against a small
+    prelude of typedefs and macros (SR_KERNEL, SR_GLOBAL, SR_GID, i64, u8, ...) that each
+    dialect defines; a dialect is a subclass that sets these attributes and may extend the op
+    table (backends/opencl/dialect.py, backends/cuda/dialect.py)."""
 
-    def __init__(self, name):
-        if name not in ("opencl", "cuda"):
-            raise ValueError(f"unknown C dialect {name!r}")
-        self.name = name
+    name = "c"                      # in the generated header
+    prelude = ""                    # the typedefs and SR_* macros
+    fp64_pragma = ""                # before the prelude when a kernel uses double
+    float_suffix = ""               # of single-precision math functions (CUDA: ``expf``)
+    exact_mul = "((a) * (b))"       # a double product never contracted into an FMA (RNG)
+    rng_prefix = ""                 # before the RNG helpers (OpenCL: FP_CONTRACT OFF)
+    code_for_op: dict = {}          # op name -> template(dialect, loop dtype, args): C_OPS
 
     def fn(self, base, dt):
-        """Name of C math function ``base`` for dtype ``dt`` (CUDA: ``expf`` for float32)."""
-        if self.name == "cuda" and np.dtype(dt) == D.float32:
-            return base + "f"
-        return base
+        """Name of C math function ``base`` for dtype ``dt``."""
+        return base + self.float_suffix if np.dtype(dt) == D.float32 else base
 
-    def prelude(self, fp64):
-        if self.name == "opencl":
-            return (_OPENCL_FP64 if fp64 else "") + _OPENCL_PRELUDE
-        return _CUDA_PRELUDE
+    def header(self, fp64):
+        """The prelude (``fp64``: the kernel uses double precision)."""
+        return (self.fp64_pragma if fp64 else "") + self.prelude
 
 
 def lit(x, dt):
@@ -336,6 +293,7 @@ for _n in ("floor", "ceil", "trunc", "rint"):
 C_OPS["real"] = C_OPS["conjugate"] = lambda d, dt, a: f"({a[0]})"
 C_OPS["imag"] = lambda d, dt, a: lit(0, dt)
 C_OPS["angle"] = lambda d, dt, a: f"{d.fn('atan2', dt)}({lit(0, dt)}, {a[0]})"
+Dialect.code_for_op = C_OPS
 
 
 def _red_upd(sym, bool_sym):
@@ -383,7 +341,7 @@ def missing_templates():
 
 
 def c_expr(dialect, name, loop_dtype, args):
-    return C_OPS[name](dialect, np.dtype(loop_dtype), tuple(args))
+    return dialect.code_for_op[name](dialect, np.dtype(loop_dtype), tuple(args))
 
 
 def cast(expr, src, dst):
@@ -421,13 +379,13 @@ def uses_fp64(k, fp64=True):
     return False
 
 
-def render(k, plan, dialect="opencl", fp64=True):
+def render(k, plan, dialect, fp64=True):
     """(source, kernel function name, index table, partials spec) for Kernel ``k``. Of its loop
     plan (compiler/plan.py) the C dialects follow the kind: a map or a reduction (a row
     kernel is a Numba strategy: fusion.row_fuse runs for the Numba backend only).
 
     ``fp64``: the device supports double precision (else float sums accumulate in float)."""
-    d = dialect if isinstance(dialect, Dialect) else Dialect(dialect)
+    d = dialect
     tbl, hdr, kept_n, red_n, names, iname = index_table(k, "const i64 {name} = D[{i}];")
     red = k.is_reduction
     nk = len(k.kept)
@@ -656,12 +614,12 @@ def render(k, plan, dialect="opencl", fp64=True):
     helpers = []
     for name, s in sorted(set(_HELPER_RE.findall(code))):
         helpers.append(helper_source(name, s, d))
-    rng = rngcore.c_source(d.name, code)
+    rng = rngcore.c_source(code, d.exact_mul)
     if rng:
-        helpers.insert(0, rng)
-    fp = d.name == "opencl" and ("double" in code or any("double" in h for h in helpers))
+        helpers.insert(0, d.rng_prefix + rng)
+    fp = "double" in code or any("double" in h for h in helpers)
     source = (f"// generated by streamrt.backends.c_render ({d.name}) -- do not edit\n"
-              + d.prelude(fp) + "\n" + "\n\n".join(helpers) + ("\n\n" if helpers else "")
+              + d.header(fp) + "\n" + "\n\n".join(helpers) + ("\n\n" if helpers else "")
               + code)
     return source, fn, np.array(tbl, dtype=np.int64), partial_spec
 

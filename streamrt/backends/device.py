@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from .. import compiler
 from ..core import hooks, stats
 from ..core.config import settings
 from . import c_render as render_c
@@ -115,7 +116,7 @@ class DeviceExecutor(Executor):
     groups, local, args)`` -> event or None, ``_wait(event)``, ``_finish()``."""
 
     name = "device"
-    dialect = "opencl"
+    cpu = None          # () -> the CPU executor its programs fall back to (set by the registry)
     max_events = 32            # kernels in flight before the worker waits for the oldest
     # outputs are allocated when a program is handed to the worker: queuing programs ahead of
     # their inputs would hold device memory early and let a spill race a queued reader
@@ -156,13 +157,12 @@ class DeviceExecutor(Executor):
 
     @property
     def caps(self):
-        """The compiler's view of this device: the C renderer in its dialect (float sums
-        accumulate in float on a device without fp64); kernels over complex dtypes are left
-        to the CPU."""
-        return {"fuse": True, "max_ops": settings.max_kernel_ops, "sink_ops": True,
-                "complex": False, "render": functools.partial(render_c.render,
-                                                              dialect=self.dialect,
-                                                              fp64=self.fp64)}
+        """Its backend's caps, the kernel size limit (STREAMRT_MAX_KERNEL_OPS) and the C
+        renderer told whether this device has fp64 (without it float sums accumulate in
+        float)."""
+        return dict(self.backend.caps, max_ops=settings.max_kernel_ops,
+                    render=functools.partial(render_c.render, dialect=self.backend.dialect,
+                                             fp64=self.fp64))
 
     # ---- memory --------------------------------------------------------------------------
     def alloc(self, shape, dtype):
@@ -493,7 +493,6 @@ class DeviceExecutor(Executor):
 
     def _split_or_fallback(self, prog, why, split_stat="kernel_splits", fallback_stat=None):
         """Run ``prog`` as two smaller programs, or on the CPU executor when it does not split."""
-        from .. import compiler
         parts = compiler.split(prog, self.caps)
         if settings.debug >= 1:
             print(f"[streamrt] {self.name}: {why}; "
@@ -509,11 +508,9 @@ class DeviceExecutor(Executor):
     def _cpu_fallback(self, prog, count=True):
         """Run ``prog`` on the CPU executor (its inputs are brought to the host); the outputs
         become host values, copied to the device again only when a device kernel reads them."""
-        from .. import compiler
-        from . import registry
         if count:
             stats.add("fallbacks")
-        cpu = registry.get("cpu")
+        cpu = self.cpu()
         if prog.kind == "kernel":
             k = prog.kernel
             prog = compiler.kernel_program(prog.ops, prog.stored, k.space, k.axes, cpu.caps)

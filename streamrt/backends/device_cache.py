@@ -1,24 +1,23 @@
-"""The device program cache: compiled OpenCL/CUDA modules kept in memory by each device executor
-(by source), and on disk the device compilers' own caches, all under STREAMRT_CACHE_DIR --
-``pocl`` (PoCL's kernel binaries), ``pyopencl`` (pyopencl's program binaries), ``cupy``
-(CuPy's NVRTC cubins). What ``ps.cache_info()['device']`` reports and
-``ps.clear_caches(disk=True)`` deletes."""
+"""The device program cache: compiled modules kept in memory by each device executor (by
+source), and on disk the device compilers' own caches under STREAMRT_CACHE_DIR (each
+backend's ``cache_dirs``: ``pocl`` and ``pyopencl`` for OpenCL, ``cupy`` for CUDA). What
+``ps.cache_info()['device']`` reports and ``ps.clear_caches(disk=True)`` deletes."""
 from __future__ import annotations
 
 import os
 import shutil
 
 from ..core.config import cache_dir
+from . import registry
+from .device import DeviceExecutor
 
-# subdirectories of STREAMRT_CACHE_DIR holding compiled device programs. (pyopencl's kernel
-# invoker cache, ``pytools``, holds host code in an open database: listed, never deleted.)
-DIRS = ("pocl", "pyopencl", "cupy")
-LISTED = DIRS + ("pytools",)
+# subdirectories of STREAMRT_CACHE_DIR holding compiled device programs (each backend's
+# ``cache_dirs``), and those only listed (``cache_listed``)
+DIRS = tuple(d for b in registry.BACKENDS.values() for d in b.cache_dirs)
+LISTED = DIRS + tuple(d for b in registry.BACKENDS.values() for d in b.cache_listed)
 
 
 def _executors():
-    from . import registry
-    from .device import DeviceExecutor
     return [ex for ex in registry.all_instances() if isinstance(ex, DeviceExecutor)]
 
 

@@ -1,32 +1,52 @@
-"""Executor registry: which backends exist, and the one STREAMRT_BACKEND chooses."""
+"""The backends, one line each (their folders' ``BACKEND`` descriptors), found by name; the
+executor STREAMRT_BACKEND chooses, created once per process."""
 from __future__ import annotations
 
+import functools
 import threading
+import warnings
 
+from ..core import stats
 from ..core.config import settings
+from . import cuda, numba_cpu, opencl, reference
+
+BACKENDS = {b.name: b for b in (
+    numba_cpu.BACKEND,
+    reference.BACKEND,
+    opencl.BACKEND,
+    cuda.BACKEND,
+)}
 
 _lock = threading.Lock()
 _instances = {}
-_device = False         # has an OpenCL or CUDA executor been created (read at every flush)
+_device = False         # has a device executor been created (read at every flush)
 
 
 def _make(name):
-    if name == "cpu":
-        from .numba_cpu.executor import CPUExecutor
-        return CPUExecutor()
-    if name == "reference":
-        from .reference.executor import ReferenceExecutor
-        return ReferenceExecutor()
-    if name in ("opencl", "cuda"):
-        from .devices import make_device_executor
-        return make_device_executor(name)
-    raise ValueError(f"unknown STREAMRT_BACKEND {name!r}; available: cpu, reference, opencl, "
-                     "cuda")
+    """The executor of backend ``name``; for a device backend with no working device None,
+    with a warning (and a count in ``fallbacks``): the registry hands out the CPU executor in
+    its place."""
+    b = BACKENDS.get(name)
+    if b is None:
+        raise ValueError(f"unknown STREAMRT_BACKEND {name!r}; available: "
+                         f"{', '.join(BACKENDS)}")
+    if not b.device:
+        return b.executor()
+    try:
+        ex = b.executor()
+    except Exception as e:  # noqa: BLE001
+        warnings.warn(f"streamrt: STREAMRT_BACKEND={name} but no working {name} device "
+                      f"({type(e).__name__}: {e}); using the CPU executor", RuntimeWarning,
+                      stacklevel=2)
+        stats.add("fallbacks")
+        return None
+    ex.cpu = functools.partial(get, "cpu")      # where its programs fall back to
+    return ex
 
 
 def get(name=None):
     """The executor ``name`` (default: STREAMRT_BACKEND; 'auto' -- placement decided per
-    sequence by scheduler/placement.py -- gives the CPU executor here)."""
+    sequence by runtime/placement.py -- gives the CPU executor here)."""
     global _device
     name = name or settings.backend
     if name == "auto":
@@ -41,7 +61,7 @@ def get(name=None):
             if ex is None:              # no working device: the one CPU executor stands in
                 ex = _instances.get("cpu") or _instances.setdefault("cpu", _make("cpu"))
             _instances[name] = ex
-            _device = _device or ex.name in ("opencl", "cuda")
+            _device = _device or ex.backend.device
         return ex
 
 
@@ -51,7 +71,7 @@ def created(name):
 
 
 def has_device_executor():
-    """Has an OpenCL or CUDA executor been created (can any array live on a device)?"""
+    """Has a device executor been created (can any array live on a device)?"""
     return _device
 
 

@@ -45,10 +45,6 @@ FLAGS = {
     "device_memory_limit": Flag("STREAMRT_DEVICE_MEMORY_LIMIT", 0, int,
                                 "Bytes of device memory an OpenCL/CUDA executor may use (0: the "
                                 "device's own size); past it buffers are spilled to the host"),
-    "opencl_device": Flag("STREAMRT_OPENCL_DEVICE", "", str,
-                          "OpenCL device: 'P:D' (platform:device index) or a name substring "
-                          "(default: the first GPU, else the first device)"),
-    "cuda_device": Flag("STREAMRT_CUDA_DEVICE", 0, int, "CUDA device index"),
     "debug": Flag("STREAMRT_DEBUG", 0, int,
                   "1 cache decisions, 2 kernel timings, 3 fusion groups, 4 generated source"),
     "strict": Flag("STREAMRT_STRICT", False, _bool,
@@ -113,6 +109,13 @@ FLAGS["dask_inflight"] = Flag("STREAMRT_DASK_INFLIGHT", 4, int,
                               "Program sequences computing on the Dask cluster at once")
 FLAGS["dask_fanin"] = Flag("STREAMRT_DASK_FANIN", 8, int,
                            "Fan-in of the combine tree of a reduction over chunks")
+
+
+def declare(key, flag):
+    """Add a setting of a part that declares its own (a backend's: backends/<folder>/)."""
+    if FLAGS.get(key, flag) is not flag:
+        raise KeyError(f"streamrt setting {key!r} declared twice")
+    FLAGS[key] = flag
 
 
 class Settings(threading.local):

@@ -281,11 +281,11 @@ def _horner_c(coefs, var):
     return e
 
 
-def c_pieces(dialect: str):
-    """[(name, source, needs)] of the C helpers, in emission order. ``SRR_M(a, b)`` is a double
-    product that is never contracted into an FMA (CUDA: ``__dmul_rn``; OpenCL: the
-    ``FP_CONTRACT OFF`` pragma render_c emits with these helpers)."""
-    mul = "__dmul_rn((a), (b))" if dialect == "cuda" else "((a) * (b))"
+def c_pieces(mul: str):
+    """[(name, source)] of the C helpers, in emission order. ``SRR_M(a, b)`` is a double
+    product that is never contracted into an FMA: ``mul``, the dialect's (CUDA:
+    ``__dmul_rn``; OpenCL: a plain product under the ``FP_CONTRACT OFF`` pragma the dialect
+    puts before these helpers)."""
     philox = f"""#define SRR_M(a, b) {mul}
 SR_FN void srr_philox(u64 key, u64 n, u64* w) {{
     u64 c0 = n & 0xFFFFFFFFUL, c1 = n >> 32, c2 = 0, c3 = 0;
@@ -379,14 +379,12 @@ SR_FN double srr_normal(int g, i64 key, i64 ctr, i64 i) {{
     return [("srr_core", philox), ("srr_f64", f64)]
 
 
-def c_source(dialect: str, code: str) -> str:
-    """The RNG helpers the kernel ``code`` calls (empty if none)."""
+def c_source(code: str, mul: str) -> str:
+    """The RNG helpers the kernel ``code`` calls (empty if none); ``mul``: see ``c_pieces``."""
     if "srr_" not in code:
         return ""
-    pieces = c_pieces(dialect)
+    pieces = c_pieces(mul)
     out = pieces[0][1]
     if "srr_uniform_f64(" in code or "srr_normal(" in code:
         out += "\n" + pieces[1][1]
-    if dialect == "opencl":
-        out = "#pragma OPENCL FP_CONTRACT OFF\n" + out
     return out

@@ -16,11 +16,11 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "program_cache_disk_hits",
         "compile_seconds", "inline_sequences", "direct_replays", "reference_mismatches",
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
-        # placement (scheduler/placement.py) and device memory (executors/device.py)
-        "placements_cpu", "placements_interpreted", "placements_opencl", "placements_cuda", "placement_explorations",
-        "device_spills",
+        # placement (runtime/placement.py: placements_<backend> are declared there) and device
+        # memory (backends/device.py)
+        "placements_cpu", "placements_interpreted", "placement_explorations", "device_spills",
         "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks",
-        # distributed execution (executors/dask.py)
+        # distributed execution (distributed/)
         "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",
         "dask_combine_tasks", "dask_rowwise_tasks", "dask_whole_tasks", "dask_rechunks",
         "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits")
@@ -29,6 +29,13 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)
 _runs = weakref.WeakSet()        # objects counting ``runs`` of fixed ``counts`` (direct plans)
 _readers: list = []              # (read, reset) of figures kept elsewhere
+
+
+def declare(*keys) -> None:
+    """Counters that ``runtime_stats()`` lists (zero until counted) besides KEYS."""
+    global KEYS
+    with _lock:
+        KEYS = KEYS + tuple(k for k in keys if k not in KEYS)
 
 
 def register_counter(obj) -> None:

@@ -20,7 +20,8 @@ from ..core.ir import strided
 from ..compiler import plan
 from ..backends.base import Executor, kernel_scalar, ref_value
 from ..backends.numba_cpu import render as render_numba
-from ..backends.numba_cpu.executor import CPUExecutor, kernel_partials
+from ..backends import numba_cpu
+from ..backends.numba_cpu.executor import kernel_partials
 
 _task_ids = itertools.count(1)
 
@@ -381,7 +382,7 @@ class DaskExecutor(Executor):
     name = "dask"
     # region writes and scans stay intrinsics (whole-array tasks): per-chunk planning knows
     # plain loads and stores only
-    caps = dict(CPUExecutor.caps, fuse_updates=False, fuse_scans=False, inline_scalars=False,
+    caps = dict(numba_cpu.BACKEND.caps, fuse_updates=False, fuse_scans=False, inline_scalars=False,
                 row_fusion=False)
 
     def __init__(self):

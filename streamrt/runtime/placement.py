@@ -17,12 +17,15 @@ import weakref
 
 import numpy as np
 
-from ..core import stats, keys
+from ..core import keys, stats
 from ..core.config import settings
-from ..backends import registry
 from ..core.ir import DONE
+from ..compiler.sequence import cost
+from ..backends import registry
+from ..backends.devices import devices
 
 _lock = threading.Lock()
+stats.declare(*(f"placements_{n}" for n, b in registry.BACKENDS.items() if b.device))
 
 
 class Estimate:
@@ -50,29 +53,17 @@ _devices = None
 
 
 def _default_estimate(name, dev=None):
-    if name == "cpu":
-        try:
-            import numba
-            threads = numba.get_num_threads()
-        except Exception:  # noqa: BLE001
-            threads = 1
-        return Estimate(2e-5, 3e8 * threads, float("inf"))
-    units = max(1, int((dev or {}).get("compute_units", 1)))
-    if name == "cuda" or (dev or {}).get("type") == "gpu":
-        return Estimate(3e-5, 2e9 * units, 1.2e10)
-    # an OpenCL CPU device (PoCL) or accelerator: slower than Numba on the same cores, and
-    # every buffer is a copy
-    return Estimate(2e-4, 1.5e8 * units, 5e9)
+    """What backend ``name`` is assumed to do on device ``dev`` (its Backend's ``estimate``)."""
+    return Estimate(*registry.BACKENDS[name].estimate(dev))
 
 
 def _available():
     """[(name, device info)] of the device backends that work here (discovered once)."""
     global _devices
     if _devices is None:
-        from ..backends.devices import devices
         found = []
         for d in devices():
-            if d["backend"] in ("opencl", "cuda") and d["available"] and \
+            if registry.BACKENDS[d["backend"]].device and d["available"] and \
                     all(f[0] != d["backend"] for f in found):
                 found.append((d["backend"], d))
         _devices = found
@@ -140,7 +131,6 @@ def _location(port):
 
 def _survey(entries):
     """(largest element count, op-cost work, float64 used, {input port id: (where, bytes)})."""
-    from ..compiler.sequence import cost
     n = work = 0
     f64 = False
     inputs = {}

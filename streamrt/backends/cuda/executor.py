@@ -32,7 +32,6 @@ def _import():
 
 class CUDAExecutor(DeviceExecutor):
     name = "cuda"
-    dialect = "cuda"
 
     def __init__(self, index=None):
         super().__init__()

@@ -1,2 +1,39 @@
-"""The Numba CPU backend: kernels rendered as Python source, compiled by Numba (parallel,
-nogil), cached on disk by the program cache."""
+"""The Numba CPU backend: kernels rendered as Python source (render.py, scan.py) calling the
+helpers in lib.py, rng.py and vecmath.py, compiled by Numba (parallel, nogil) through the
+program cache (program_cache.py: source -> module file -> dispatchers, on disk under
+STREAMRT_CACHE_DIR), run by the CPU executor (executor.py)."""
+from __future__ import annotations
+
+from ...core import dtypes as D
+from ..base import Backend
+from . import render, scan
+from .executor import CPUExecutor
+
+
+def _threads():
+    import numba        # (most of a second to import: only when devices are looked at)
+    return numba.get_num_threads()
+
+
+def _discover():
+    try:
+        return [{"backend": "cpu", "name": f"Numba CPU ({_threads()} threads)",
+                 "available": True}]
+    except Exception as e:  # noqa: BLE001
+        return [{"backend": "cpu", "name": "Numba CPU", "available": False, "error": str(e)}]
+
+
+def _estimate(dev):
+    try:
+        threads = _threads()
+    except Exception:  # noqa: BLE001
+        threads = 1
+    return 2e-5, 3e8 * threads, float("inf")
+
+
+BACKEND = Backend(
+    "cpu", CPUExecutor,
+    caps={"fuse": True, "max_ops": 128, "render": render.render, "render_scan": scan.render,
+          "fuse_updates": True, "inline_scalars": True, "sink_ops": True, "row_fusion": True,
+          "fuse_scans": True},
+    dtypes=D.SUPPORTED, discover=_discover, estimate=_estimate)

@@ -145,10 +145,6 @@ def _block_shape():
 
 class CPUExecutor(Executor):
     name = "cpu"
-    # the compiler's view of this backend (compiler/__init__.py, passes.py)
-    caps = {"fuse": True, "max_ops": 128, "render": render.render, "render_scan": scan.render,
-            "fuse_updates": True, "inline_scalars": True, "sink_ops": True, "row_fusion": True,
-            "fuse_scans": True}
 
     def __init__(self):
         super().__init__()

@@ -161,7 +161,6 @@ def probe(dev):
 
 class OpenCLExecutor(DeviceExecutor):
     name = "opencl"
-    dialect = "opencl"
 
     def __init__(self, device=None):
         super().__init__()

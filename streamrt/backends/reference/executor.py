@@ -8,7 +8,6 @@ from ..base import Executor, ref_value, run_refop
 
 class ReferenceExecutor(Executor):
     name = "reference"
-    caps = {"fuse": False, "render": None, "max_ops": 1}
 
     def launch(self, prog):
         for p in prog.ops:

@@ -13,7 +13,7 @@ from ...core import stats
 from ...core.config import settings
 from ...core.errors import StreamrtError
 from ...core.ir import DONE, Port
-from ...backends.numba_cpu.executor import CPUExecutor
+from ...backends import numba_cpu
 from . import handlers, reference
 
 # |optimised - reference| <= |reference * scale| + atol, per dtype kind/name
@@ -80,7 +80,8 @@ def first_diverging(port, executor):
         try:
             space = p.inputs[0].shape if p.kind == "reduce" else p.shape
             axes = p.params[0] if p.kind == "reduce" else ()
-            prog = compiler.kernel_program([q], {q.id}, space, axes, CPUExecutor.caps)
+            prog = compiler.kernel_program([q], {q.id}, space, axes,
+                                           numba_cpu.BACKEND.caps)
             for o in prog.outputs:
                 o.value = np.empty(o.shape, o.dtype)
             executor.launch(prog)
