@@ -15,8 +15,8 @@ from streamrt.frontend import native
 from streamrt.core import ir
 from streamrt.runtime import workqueue
 
-needs_native = pytest.mark.skipif(native._native is None,
-                                  reason="the C extension is not built here")
+needs_native = pytest.mark.skipif(not native.available(),
+                                  reason="the C extension is not built here, or is off")
 
 
 @needs_native
