@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, pytest, hypothesis, numexpr, scipy, array_api_strict, distributed, pyopencl" 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, pytest, hypothesis, numexpr, scipy, array_api_strict, distributed, pyopencl, importlinter" 2>/dev/null; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -e ".[test]"

@@ -22,6 +22,7 @@ from .backends.devices import devices as _devices
 from .backends.numba_cpu import program_cache
 from .runtime import cscheduler, macro_cache, trace_cache
 from .runtime.workqueue import current_queue
+from . import fft, linalg, random  # noqa: F401
 from .frontend import creation as _creation, shape as _shape_mod
 from .frontend.array import Array, broadcast_to as _bt  # noqa: F401
 from .frontend.creation import *  # noqa: F401,F403
@@ -35,7 +36,6 @@ from .frontend.math import __all__ as _math_all
 from .frontend.math import abs, all, any, max, min, sum  # noqa: F401,A004
 from .frontend.math import angle, conj, conjugate, imag, real  # noqa: F401
 from .frontend.shape import *  # noqa: F401,F403
-from . import fft, linalg, random  # noqa: F401
 from .tools import debug  # noqa: F401
 from .tools.debug import pop_error_handler, push_error_handler  # noqa: F401
 from .tools.profiler import _from_env as _profile_from_env, profile  # noqa: F401

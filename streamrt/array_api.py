@@ -17,9 +17,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .core import dtypes as D
+from .core.errors import ArgumentError, DTypeError, callsite, record_error
 from .frontend import creation as _c, linalg as _l, math as _m, shape as _s
 from .frontend.array import Array, astype as _astype, record_map, record_reduce
-from .core.errors import ArgumentError, DTypeError, callsite, record_error
 
 __array_api_version__ = "2023.12"
 

@@ -20,10 +20,12 @@ import threading
 import numpy as np
 
 from .core import dtypes as D, rngcore
-from .frontend.array import Array, _enqueue, const_port, finish_out, operand
 from .core.errors import ArgumentError, DTypeError, callsite, record_error
 from .core.ir import Port
 from .runtime.workqueue import current_queue
+from .frontend.array import Array, _enqueue, const_port, finish_out, operand, astype
+from .frontend.math import where
+from .frontend.macro import note_rng
 
 __all__ = ["default_rng", "Generator", "seed", "random", "rand", "randn", "uniform", "normal",
            "standard_normal", "integers", "randint", "choice", "random_sample"]
@@ -154,7 +156,6 @@ class Generator:
         kp.site = cp.site = site
         rec = current_queue().recording
         if rec is not None and self._born is not rec:
-            from .frontend.macro import note_rng
             note_rng(rec, self, kp, cp, base)
         port = Port("map", f"random_{dist}_{self.bit_generator}", out_dt, tuple(shape),
                     (kp, cp) + tuple(_scalar(x) for x in extra), (), site, loop_dtype=loop_dt)
@@ -252,7 +253,6 @@ class Generator:
         out_dt = D.int64 if dt == D.bool_ else dt
         r = self._draw("integers", shape, out_dt, D.int64, (low, rng), site)
         if dt == D.bool_:
-            from .frontend.array import astype
             r = astype(r, D.bool_, site=site)
         return r
 
@@ -316,7 +316,6 @@ class Generator:
         if n > CHOICE_MAX:
             raise record_error(ArgumentError, f"choice: an array of more than {CHOICE_MAX} "
                                "values is not supported (pass an int and index)", site)
-        from .frontend.math import where
         vals = values.astype(D.canonical(values.dtype), copy=False)
         res = vals[n - 1]
         for k in range(n - 2, -1, -1):

@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from ..core import dtypes as D, hooks, stats
-from ..core import config
+from ..core import dtypes as D, hooks, stats, config
 from ..core.config import settings
-from ..core.ops import loop_operands
+from ..core.ops import OPS, REDUCTIONS, loop_operands
 from ..compiler.sequence import elements
+from .intrinsics import INTRINSICS
 
 
 def alloc_outputs(prog, ex):
@@ -245,8 +245,6 @@ def _report(done):
 
 def run_refop(p, val):
     """Evaluate one port with NumPy (the reference semantics)."""
-    from ..core.ops import OPS, REDUCTIONS
-    from .intrinsics import INTRINSICS
     args = [val(i) for i in p.inputs]
     with np.errstate(all="ignore"):
         if p.kind == "map":

@@ -14,9 +14,9 @@ import weakref
 
 import numpy as np
 
-from .. import compiler
 from ..core import hooks, stats
 from ..core.config import settings
+from .. import compiler
 from . import c_render as render_c
 from .base import Executor, ref_value, run_refop, scalar_value
 

@@ -5,7 +5,6 @@ backend's ``cache_dirs``: ``pocl`` and ``pyopencl`` for OpenCL, ``cupy`` for CUD
 from __future__ import annotations
 
 import os
-import shutil
 
 from ..core.config import cache_dir
 from . import registry
@@ -59,5 +58,6 @@ def clear(disk: bool = False) -> None:
         for d in DIRS:
             p = os.path.realpath(os.path.join(base, d))
             if p.startswith(base + os.sep) and os.path.isdir(p):
+                import shutil       # (~1.5 ms of import streamrt: only to delete)
                 shutil.rmtree(p, ignore_errors=True)
                 os.makedirs(p, exist_ok=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.errors import LinAlgError
+
 
 class HostModules:
     """The array modules a CPU intrinsic runs with."""
@@ -14,7 +16,7 @@ class HostModules:
 
     @property
     def linalg_sp(self):
-        import scipy.linalg
+        import scipy.linalg     # (~100 ms to import: with the first call that needs it)
         return scipy.linalg
 
 
@@ -22,7 +24,6 @@ HOST = HostModules()
 
 
 def _linalg_error(p, e):
-    from ..core.errors import LinAlgError
     err = LinAlgError(f"{p.site}: {e} (in numpy.linalg.{p.op.split('_', 1)[-1]} recorded here)")
     err.site = p.site
     return err

@@ -2,6 +2,10 @@
 order where every group's inputs come from earlier groups."""
 from __future__ import annotations
 
+import math
+
+from ..core.ir import c_strides
+from ..core.ops import OPS
 from .kernel import is_update
 
 
@@ -100,9 +104,6 @@ def inline_scalars(groups, gidx, consumers):
     consuming kernel, where they are recomputed per element from broadcast loads of their
     inputs (a few flops against a kernel launch and a round trip through memory). Returns
     the ids of the inlined ports (not stored: every reader computes them itself)."""
-    import math
-
-    from ..core.ops import OPS
     inlined = set()
     for g in groups:
         if g.kind != "fused" or g.axes is not None or not g.ops or len(g.ops) > INLINE_MAX_OPS:
@@ -152,8 +153,6 @@ def sink_ops(groups, gidx, consumers, max_ops=128):
     own kernel are stored anyway (held by an Array or read through a view). Inputs of a
     moved op are computed before its first kernel, so also before the later one; region
     writes that reuse a buffer in place are decided after this pass."""
-    from ..core.ops import OPS
-
     def kept(p):
         return not p.released or any(c.kind == "view" for c in consumers[p.id])
 
@@ -224,9 +223,6 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
     value it reads from the chain is a reduction kept as a column (``keepdims``, or a column
     view of it: ``m[:, None]``) or an element-wise value cheap enough to recompute.
     Argmax/argmin, counter-based RNG ops, region writes and other views stay out."""
-    import math
-
-    from ..core.ops import OPS
 
     def plain(g):
         if g.kind != "fused" or not g.ops or len(g.space) < 2:
@@ -326,7 +322,6 @@ def column_view(v, space):
     """Whether view ``v`` of a reduction is its per-row result as a column of ``space``
     (``m[:, None]``, ``m.reshape(-1, 1)`` of a ``keepdims=False`` reduction over the last
     axis): the same elements in the same order, shaped ``space[:-1] + (1,)``."""
-    from ..core.ir import c_strides
     b = v.inputs[0]
     off, st = v.params
     if v.shape != tuple(space[:-1]) + (1,) or off != 0 or v.size != b.size:

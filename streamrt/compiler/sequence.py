@@ -7,6 +7,7 @@ import math
 
 from ..core.ops import OPS
 from ..core.ir import is_scratch
+from .kernel import Access, Kernel
 
 
 class Program:
@@ -139,7 +140,6 @@ class Template:
 def to_template(seq, kports):
     """The template of ``seq`` over the numbered ports ``kports``; None if ``seq`` refers to a
     port outside them (then the trace is not cached)."""
-    from .kernel import Access, Kernel  # noqa: F401
     num = {p.id: i for i, p in enumerate(kports)}
 
     def ix(ps):
@@ -167,7 +167,6 @@ def to_template(seq, kports):
 
 def instantiate(t, ports):
     """A fresh ProgramSequence for ``ports`` (numbered as the template's were)."""
-    from .kernel import Access, Kernel
     programs = []
     for kind, ops, ins, outs, stored, kt, source, fn, table, partials, w in t.programs:
         pr = Program.__new__(Program)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import os
 
+import numpy
+
 from .config import FLAGS, settings
 
 
@@ -12,10 +14,9 @@ def compiler_versions() -> str:
     """Compiler versions and the helpers generated kernels inline (backends/numba_cpu/lib.py,
     vecmath.py, rng.py and core/rngcore.py): a change to any must not load kernels compiled
     before it."""
-    import hashlib          # (not at import time: OpenSSL's start-up is ~6 ms)
+    import hashlib          # (~2.5 ms to import, OpenSSL's start-up: with the first kernel)
 
-    import numba
-    import numpy
+    import numba            # (Numba: loaded with the first kernel)
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
     for lib in (("backends", "numba_cpu", "lib.py"), ("backends", "numba_cpu", "vecmath.py"),
@@ -26,7 +27,7 @@ def compiler_versions() -> str:
 
 
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
-    import hashlib
+    import hashlib          # (as above)
     h = hashlib.sha1()
     for part in (backend, device, compiler_versions(), flags, source):
         h.update(part.encode())

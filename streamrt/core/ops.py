@@ -6,7 +6,8 @@ import functools
 
 import numpy as np
 
-from . import dtypes as D
+from . import dtypes as D, rngcore
+from .config import settings
 
 Template = "str | Callable[[np.dtype, tuple[str, ...]], str]"
 
@@ -131,7 +132,7 @@ def _erf_dtypes(operands):
 
 
 def _erf_ref(x):
-    from scipy.special import erf
+    from scipy.special import erf      # (~100 ms to import: only when erf is evaluated)
     if np.asarray(x).dtype.kind == "c":
         raise TypeError("erf: complex argument")
     return erf(x)
@@ -147,8 +148,6 @@ _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
 # (integers: also low and range) -- and the kernel appends the element's flat index, so the
 # numbers are computed where they are consumed. Not in the public namespace.
 def _rng_ops():
-    from . import rngcore
-
     def quad_uni(dt, a):
         return f"_rngq_uniform_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
 
@@ -359,7 +358,6 @@ VECMATH["erf"] = (D.float32,)           # float64 erf: libm (no vectorised primi
 
 def _vecmath(name, fallback):
     def render(dt, a):
-        from .config import settings
         if dt in VECMATH[name] and settings.fast_math:
             return f"_vm_{name}_{'f32' if dt == D.float32 else 'f64'}({', '.join(a)})"
         return fallback(dt, a) if callable(fallback) else fallback.format(*a)

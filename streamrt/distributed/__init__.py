@@ -1,85 +1,30 @@
 """``ps.distributed``: arrays partitioned along axis 0 whose chunks live on Dask workers.
 ``connect`` attaches a dask.distributed Client; ``asarray(x, chunks=...)``, ``from_dask`` and
 ``from_npy_stack`` create arrays; the code written with them is recorded exactly as for local
-arrays, and every flush that reads one runs on the cluster (executors/dask.py)."""
+arrays, and every flush that reads one runs on the cluster (executor.py)."""
 from __future__ import annotations
 
 import itertools
 import math
-import threading
 import warnings
 
 import numpy as np
 
-from ..core import hooks, stats
+from ..core import stats
+from ..core.errors import ArgumentError, callsite, record_error
+from ..core.ir import Port
+from ..runtime import cscheduler
+from ..frontend.array import Array, canonical_dtype, host_copy
+from .cluster import close, connect, get_client
+from .values import DistValue
 
-_lock = threading.Lock()
-_client = None
-_owned = None          # (client, cluster) created by connect() itself
 _ids = itertools.count(1)
-
-
-def connect(client_or_address=None, **cluster_kwargs):
-    """Attach a Dask cluster: a ``distributed.Client``, a scheduler address
-    (``"tcp://host:8786"``), or None for a new ``LocalCluster`` of worker processes
-    (``n_workers=2, threads_per_worker=1`` unless given in ``cluster_kwargs``). Returns the
-    Client. Arrays created before a reconnect stay bound to the old client."""
-    global _client, _owned
-    from distributed import Client, LocalCluster
-    with _lock:
-        if isinstance(client_or_address, Client):
-            _client = client_or_address
-        elif isinstance(client_or_address, str):
-            _client = Client(client_or_address)
-        elif client_or_address is None:
-            kw = dict(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0")
-            kw.update(cluster_kwargs)
-            cluster = LocalCluster(**kw)
-            _client = Client(cluster)
-            _owned = (_client, cluster)
-        else:
-            raise TypeError("connect() takes a distributed.Client, a scheduler address or None, "
-                            f"got {type(client_or_address).__name__}")
-        _install()
-        return _client
-
-
-def get_client():
-    """The attached Client: the one given to ``connect``, else Dask's current default client,
-    else a new LocalCluster (``connect()``)."""
-    if _client is not None:
-        return _client
-    try:
-        from distributed import get_client as _dask_client
-        c = _dask_client()
-    except (ValueError, ImportError):
-        c = None
-    return connect(c)
-
-
-def close():
-    """Detach; a cluster ``connect()`` started itself is shut down."""
-    global _client, _owned
-    with _lock:
-        if _owned is not None:
-            c, cl = _owned
-            c.close()
-            cl.close()
-        _client, _owned = None, None
-        hooks.set_distributed(None)
-
-
-def _install():
-    from . import executor as dex
-    hooks.set_distributed(dex.get())
 
 
 def parse_chunks(chunks, shape, site=None):
     """Row bounds along axis 0 from a ``chunks`` spec: an int (rows per chunk), a tuple of row
     counts for axis 0, a per-axis tuple whose entries past axis 0 are whole (``-1``/``None``/
     the axis size), or a dict ``{0: rows}``."""
-    from ..core.errors import ArgumentError, record_error
     if not shape:
         raise record_error(ArgumentError, "a distributed array needs at least one dimension",
                            site)
@@ -133,8 +78,6 @@ def _identity(x):
 
 
 def _wrap(value, site):
-    from ..frontend.array import Array
-    from ..core.ir import Port
     p = Port("const", "const", value.dtype, value.shape, value=value, site=site)
     return Array._wrap(p)
 
@@ -143,9 +86,6 @@ def asarray(x, chunks, dtype=None):
     """A distributed copy of array-like ``x`` split along axis 0 by ``chunks``. Each chunk is
     held by a Dask task that carries its data (so Dask can recompute a chunk a lost worker
     held); the data travels through the scheduler once."""
-    from .executor import DistValue
-    from ..frontend.array import Array, host_copy
-    from ..core.errors import callsite
     site = callsite()
     if isinstance(x, Array):
         x = x.numpy()
@@ -166,9 +106,6 @@ def from_dask(darr):
     """A streamrt array over a ``dask.array`` (rechunked so that only axis 0 is split). Its
     chunks are computed on the cluster from ``darr``'s graph, which Dask keeps to recompute a
     lost chunk."""
-    from .executor import DistValue
-    from ..frontend.array import canonical_dtype
-    from ..core.errors import ArgumentError, callsite, record_error
     site = callsite()
     if not hasattr(darr, "to_delayed") or not hasattr(darr, "chunks"):
         raise record_error(ArgumentError, f"from_dask() takes a dask.array.Array, got "
@@ -198,15 +135,13 @@ def from_dask(darr):
 
 def from_npy_stack(dirname):
     """``from_dask(dask.array.from_npy_stack(dirname))``: one chunk per ``.npy`` file."""
-    import dask.array as da
+    import dask.array as da        # (dask: an optional dependency)
     return from_dask(da.from_npy_stack(dirname))
 
 
 def to_dask(x):
     """A ``dask.array`` over a streamrt array's chunks (a local array becomes one chunk)."""
-    import dask.array as da
-    from .executor import DistValue
-    from ..runtime import cscheduler
+    import dask.array as da        # (dask: an optional dependency)
     p = x._port
     cscheduler.ensure(p)
     base, off, st = p.base_view()
@@ -223,8 +158,6 @@ def to_dask(x):
 
 def chunks(x):
     """The row bounds along axis 0 of a distributed array (None for a local one)."""
-    from .executor import DistValue
-    from ..runtime import cscheduler
     cscheduler.ensure(x._port)
     v = x._port.base_view()[0].value
     return list(v.bounds) if isinstance(v, DistValue) and v.bounds is not None else None
@@ -232,7 +165,6 @@ def chunks(x):
 
 def is_distributed(x) -> bool:
     """True if ``x``'s value lives (or will live) on the cluster."""
-    from .executor import DistValue
     return isinstance(getattr(x, "_port", None) and x._port.base_view()[0].value, DistValue)
 
 

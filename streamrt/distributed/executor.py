@@ -1,380 +1,29 @@
 """Dask executor: a program sequence over arrays partitioned along axis 0 in, Dask tasks out --
-one task per chunk per fused kernel (the kernel's generated source is shipped and compiled once
-per worker process through the program cache), a small combine tree per fused reduction over
-the chunked axis, one whole-array task per intrinsic. Results stay on the workers (as Dask
-futures in a ``DistValue``) until read; a read gathers only the chunks it needs."""
+one task per chunk per run of chunk-aligned fused kernels (planner.py; the kernels' generated
+source is shipped and compiled once per worker process, worker.py), a small combine tree per
+fused reduction over the chunked axis, one whole-array task per intrinsic. Results stay on the
+workers (values.py: Dask futures in a ``DistValue``) until read. Also the C-Scheduler's route
+to it (core/hooks.distributed)."""
 from __future__ import annotations
 
 import collections
 import itertools
 import math
 import threading
+import types
 import weakref
-
-import numpy as np
 
 from ..core import stats
 from ..core.config import settings
-from ..core.ops import REDUCTIONS
-from ..core.ir import strided
-from ..compiler import plan
-from ..backends.base import Executor, kernel_scalar, ref_value
-from ..backends.numba_cpu import render as render_numba
+from ..core.ir import FAILED, SUBMITTED
 from ..backends import numba_cpu
-from ..backends.numba_cpu.executor import kernel_partials
+from ..backends.base import Executor, ref_value
+from ..runtime import cscheduler, escheduler
+from .planner import Group, _rows, space_bounds
+from .values import PENDING, DistValue, _extent
+from .worker import _Spec, combine, run_whole
 
 _task_ids = itertools.count(1)
-
-
-# ---- values that live on the cluster ----------------------------------------------------------
-class DistValue:
-    """An array value held by Dask workers: chunk ``i`` holds rows ``bounds[i]:bounds[i+1]``
-    of axis 0 (``bounds`` is None for a 0-d value, which has one chunk). Each chunk is a pair
-    (future, item): the future's result, or item ``item`` of its tuple result."""
-
-    __slots__ = ("shape", "dtype", "bounds", "refs", "sites", "_host", "__weakref__")
-
-    def __init__(self, shape, dtype, bounds, refs, sites=()):
-        self.shape, self.dtype, self.bounds, self.refs = tuple(shape), dtype, bounds, refs
-        self.sites = tuple(sites)
-        self._host = None
-
-    @property
-    def nchunks(self):
-        return len(self.refs) if self.refs else 0
-
-    def __repr__(self):
-        return f"DistValue({self.dtype}{list(self.shape)}, {self.nchunks} chunks)"
-
-    # ---- reads --------------------------------------------------------------------------
-    def _gather(self, idxs):
-        from ..core.errors import ExecutionError
-        if not self.refs:
-            raise RuntimeError(f"internal error: {self!r} was released on the cluster before "
-                               "it was read")
-        refs = [self.refs[i] for i in idxs]
-        try:
-            vals = _client_of(refs).gather([f for f, _ in refs])
-        except Exception as e:  # noqa: BLE001 - delivered with the call sites
-            sites = "\n  ".join(str(s) for s in self.sites) or "(unknown)"
-            raise ExecutionError(f"{type(e).__name__}: {e}\n in a Dask task computing ops "
-                                 f"recorded at:\n  {sites}") from e
-        out = [v if it is None else v[it] for v, (_, it) in zip(vals, refs)]
-        stats.add("dask_bytes_gathered", sum(int(np.asarray(a).nbytes) for a in out))
-        stats.add("dask_chunks_gathered", len(out))
-        return out
-
-    def host(self):
-        """The whole value as one host array (gathered once, then kept)."""
-        if self._host is None:
-            parts = self._gather(range(self.nchunks))
-            a = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            self._host = np.ascontiguousarray(a, dtype=self.dtype).reshape(self.shape)
-        return self._host
-
-    def host_view(self, off, shape, st):
-        """A strided view (element offset and strides into this value's C layout), gathering
-        only the chunks whose rows it touches."""
-        if self._host is not None or self.bounds is None or self.nchunks == 1 or not shape \
-                or math.prod(shape) == 0:
-            return strided(np.asarray(self.host()), off, shape, st)
-        R = math.prod(self.shape[1:])
-        lo, hi = _extent(off, shape, st)
-        b0, b1 = lo // R, hi // R + 1
-        idxs = [i for i in range(self.nchunks)
-                if self.bounds[i] < b1 and self.bounds[i + 1] > b0]
-        parts = self._gather(idxs)
-        c0 = self.bounds[idxs[0]]
-        a = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        a = np.ascontiguousarray(a, dtype=self.dtype)
-        return np.array(strided(np.asarray(a), off - c0 * R, shape, st))
-
-
-PENDING = DistValue((), None, None, None)   # placeholder: computed on the cluster, not launched
-
-
-def _client_of(refs):
-    for f, _ in refs:
-        c = getattr(f, "client", None)
-        if c is not None:
-            return c
-    from .. import distributed
-    return distributed.get_client()
-
-
-def _extent(off, shape, st):
-    """(lowest, highest) element index a strided view touches."""
-    lo = hi = off
-    for n, s in zip(shape, st):
-        lo += min(0, (n - 1) * s)
-        hi += max(0, (n - 1) * s)
-    return lo, hi
-
-
-# ---- worker side ------------------------------------------------------------------------------
-def _assemble(pieces):
-    """One contiguous array from row pieces [(value, item, lo, hi)] of one base."""
-    arrs = []
-    for v, item, lo, hi in pieces:
-        a = v if item is None else v[item]
-        if lo is not None:
-            a = a[lo:hi]
-        arrs.append(a)
-    a = arrs[0] if len(arrs) == 1 else np.concatenate(arrs)
-    return np.ascontiguousarray(a)
-
-
-class Local:
-    """A piece produced earlier in the same group task (output ``i`` of its step list)."""
-    __slots__ = ("i",)
-
-    def __init__(self, i):
-        self.i = i
-
-    def __reduce__(self):
-        return (Local, (self.i,))
-
-
-def _kernel_outputs(k, table, bufs, stores, scalars, reds, partials, K, shifts):
-    from ..backends.numba_cpu import program_cache
-    args = [table] + bufs
-    outs = [np.empty(s, d) for s, d in stores]
-    args += [o.reshape(-1) for o in outs]
-    args += list(scalars)
-    routs = [np.empty(s, d) for s, d in reds]
-    if reds:
-        args += [r.reshape(-1) for r in routs]
-        args += kernel_partials(partials, K)
-        args.append(1)
-    program_cache.call(k, True, args)      # serial: Dask's parallelism is across chunks
-    for j, shift in shifts:
-        routs[j] += shift
-    return outs + routs
-
-
-def run_group(steps, keep):
-    """Worker: run the fused kernels of one chunk, in order (one task per chunk for a run of
-    chunk-aligned kernels). Each step: (source, fn, table, bases, load_base, stores, scalars,
-    reds, partials, K, shifts); ``bases`` are row pieces of each local buffer, a ``Local``
-    piece being an output of an earlier step. Returns the outputs listed in ``keep`` (one
-    array or a tuple)."""
-    from ..backends.numba_cpu import program_cache
-    got = []
-    for source, fn, table, bases, load_base, stores, scalars, reds, partials, K, shifts \
-            in steps:
-        k = program_cache.numba_kernels(source, fn)
-        bufs = []
-        for pieces in bases:
-            pieces = [(got[v.i], None, lo, hi) if isinstance(v, Local) else (v, it, lo, hi)
-                      for v, it, lo, hi in pieces]
-            bufs.append(_assemble(pieces).reshape(-1))
-        got.extend(_kernel_outputs(k, table, [bufs[i] for i in load_base], stores, scalars,
-                                   reds, partials, K, shifts))
-    res = [got[i] for i in keep]
-    return res[0] if len(res) == 1 else tuple(res)
-
-
-def _merge(op, a, b):
-    merge = REDUCTIONS[op].merge
-    if merge is not None:
-        return (merge(a[0], b[0]),)
-    ia, va = a                  # slots: (index, value at the index) of each chunk
-    ib, vb = b
-    better = (vb > va) if op == "argmax" else (vb < va)
-    take = (va == va) & ((vb != vb) | better)       # the first NaN wins, then the extreme
-    return (np.where(take, ib, ia), np.where(take, vb, va))
-
-
-def combine(specs, pos, final, *results):
-    """Worker: combine the partial results of consecutive chunks (in chunk order). ``specs``:
-    per reduction (op, number of slots, out dtype, count); ``pos``: where the slots sit in each
-    result. ``final``: also finish (mean division, cast to the result dtype)."""
-    rows = []
-    for r in results:
-        t = r if isinstance(r, tuple) else (r,)
-        rows.append([t[i] for i in pos])
-    acc = rows[0]
-    for row in rows[1:]:
-        new, i = [], 0
-        for op, n, _, _ in specs:
-            new.extend(_merge(op, acc[i:i + n], row[i:i + n]))
-            i += n
-        acc = new
-    if not final:
-        return tuple(acc)
-    out, i = [], 0
-    for op, n, out_dt, count in specs:
-        if op == "mean":
-            v = acc[i] / count
-        else:
-            v = acc[i]
-        out.append(np.asarray(v).astype(out_dt))
-        i += n
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-class _Spec:
-    """A picklable stand-in for a port, for evaluating an intrinsic on a worker."""
-    def __init__(self, p, inputs):
-        self.kind, self.op, self.dtype, self.shape = p.kind, p.op, p.dtype, p.shape
-        self.params, self.loop_dtype, self.scalar = p.params, p.loop_dtype, p.scalar
-        self.inputs = inputs
-        self.size = math.prod(p.shape)
-
-
-def run_whole(spec, args):
-    """Worker: evaluate one non-fusible op on whole (assembled) inputs."""
-    from ..backends.base import run_refop
-    vals = []
-    for a in args:
-        if a[0] == "scalar":
-            vals.append(a[1])
-        else:
-            _, pieces, off, shape, st, view = a
-            base = _assemble(pieces)
-            vals.append(np.array(strided(np.asarray(base), off, shape, st)) if view else base)
-    return np.ascontiguousarray(run_refop(spec, lambda i: vals[i]))
-
-
-# ---- client side: planning a kernel over chunks --------------------------------------------
-def _value(b):
-    v = b.value
-    if isinstance(v, (np.ndarray, DistValue)):
-        return v
-    return v.host() if hasattr(v, "host") else np.asarray(v)
-
-
-def _rows(b, b0, b1, whole):
-    """Pieces of base port ``b`` covering rows [b0, b1) (all of it when ``whole``)."""
-    v = _value(b)
-    if isinstance(v, DistValue):
-        if v.bounds is None or whole:
-            return [(f, it, None, None) for f, it in v.refs]
-        out = []
-        for i, (f, it) in enumerate(v.refs):
-            c0, c1 = v.bounds[i], v.bounds[i + 1]
-            if c0 < b1 and c1 > b0:
-                lo, hi = max(b0, c0) - c0, min(b1, c1) - c0
-                out.append((f, it, None if (lo == 0 and hi == c1 - c0) else lo,
-                            None if (lo == 0 and hi == c1 - c0) else hi))
-        return out
-    if whole or not v.shape:
-        return [(v, None, None, None)]
-    return [(np.ascontiguousarray(v[b0:b1]), None, None, None)]
-
-
-def space_bounds(k):
-    """Row bounds of the kernel's iteration space along axis 0: those of its most chunked
-    distributed input read row-for-row (shifted by the view's row offset), else an even split
-    into as many chunks as its most chunked input has; None for a 0-d space."""
-    S = k.space
-    if not S:
-        return None
-    S0 = S[0]
-    best, most = None, 1
-    for a in k.loads:
-        v = a.port
-        B, off, st = v.base_view()
-        val = _value(B)
-        if not isinstance(val, DistValue) or val.bounds is None:
-            continue
-        most = max(most, val.nchunks)
-        if len(v.shape) != len(S) or v.shape[0] != S0 or not B.shape:
-            continue
-        R = math.prod(B.shape[1:])
-        if R == 0 or st[0] != R:
-            continue
-        c = off // R
-        b = sorted({min(max(x - c, 0), S0) for x in val.bounds} | {0, S0})
-        if best is None or len(b) > len(best):
-            best = b
-    if best is None:
-        n = max(1, min(most, S0))
-        best = sorted({int(x) for x in np.linspace(0, S0, n + 1)})
-    return best
-
-
-def _local_shape(shape, S, n):
-    if len(shape) == len(S) and shape and shape[0] == S[0]:
-        return (n,) + tuple(shape[1:])
-    return tuple(shape)
-
-
-def plan_chunk(prog, r0, r1, partial, rows=None):
-    """The kernel of ``prog`` restricted to space rows [r0, r1): (local kernel, pieces of each
-    local base, base of each load, argmax index shifts). Loads of one base share one local
-    buffer (the union of the rows they read: a stencil's shifted slices share their halo)."""
-    from ..compiler.kernel import build_kernel
-    from ..core.ir import Port
-    k = prog.kernel
-    S = k.space
-    n = r1 - r0
-    # rows of each base every load needs
-    need = {}
-    for a in k.loads:
-        v = a.port
-        B, off, st = v.base_view()
-        whole = (len(v.shape) != len(S) or v.shape[0] != S[0] or not B.shape or st[0] == 0
-                 or math.prod(B.shape[1:]) == 0)
-        if whole:
-            need[B.id] = (B, None)
-            continue
-        R = math.prod(B.shape[1:])
-        lo, hi = _extent(off + r0 * st[0], (n,) + tuple(v.shape[1:]), st)
-        rng = (lo // R, hi // R + 1)
-        old = need.get(B.id)
-        if old is None:
-            need[B.id] = (B, rng)
-        elif old[1] is not None:
-            need[B.id] = (B, (min(old[1][0], rng[0]), max(old[1][1], rng[1])))
-    shadow, bases, base_ix = {}, [], {}
-    for bid, (B, rng) in need.items():
-        b0, b1 = (0, B.shape[0] if B.shape else 0) if rng is None else rng
-        shape = tuple(B.shape) if rng is None else (b1 - b0,) + tuple(B.shape[1:])
-        sb = Port("const", "const", B.dtype, shape)
-        base_ix[sb.id] = len(bases)
-        bases.append((rows or _rows)(B, b0, b1, rng is None))
-        shadow[("base", bid)] = (sb, b0 * math.prod(B.shape[1:]) if rng is not None else 0)
-    for a in k.loads:
-        v = a.port
-        B, off, st = v.base_view()
-        sb, shift = shadow[("base", B.id)]
-        lshape = _local_shape(v.shape, S, n) if need[B.id][1] is not None else tuple(v.shape)
-        loff = off - shift + (r0 * st[0] if need[B.id][1] is not None else 0)
-        if v.kind != "view" and loff == 0 and lshape == sb.shape:
-            shadow[v.id] = sb
-        else:
-            shadow[v.id] = Port("view", "view", v.dtype, lshape, (sb,), (int(loff), tuple(st)))
-    ops, stored, shifts = [], set(), []
-    for p in k.ops:
-        ins = tuple(shadow.get(i.id, i) for i in p.inputs)
-        if p.kind == "reduce":
-            axes, keepdims, acc = p.params
-            ish = ins[0].shape
-            shape = tuple(1 if d in axes else s for d, s in enumerate(ish)) if keepdims else \
-                tuple(s for d, s in enumerate(ish) if d not in axes)
-            op, dt = p.op, p.dtype
-            if partial and op not in ("argmax", "argmin"):
-                op, dt = ("sum" if op == "mean" else op), acc
-            q = Port("reduce", op, dt, shape, ins, p.params, p.site)
-            ops.append(q)
-            if partial and p.op in ("argmax", "argmin"):
-                ops.append(Port("reduce", "max" if p.op == "argmax" else "min", acc, shape, ins,
-                                p.params, p.site))
-                shifts.append((p, r0 * math.prod(S[d] for d in axes if d != 0)))
-        else:
-            q = Port(p.kind, p.op, p.dtype, _local_shape(p.shape, S, n), ins, p.params, p.site,
-                     scalar=p.scalar, loop_dtype=p.loop_dtype)
-            ops.append(q)
-            if p.id in prog.stored:
-                stored.add(q.id)
-        shadow[p.id] = q
-    space = _local_shape(S, S, n)
-    lk = build_kernel(ops, stored, space, k.axes)
-    if lk.index is not None:            # counter-based RNG: the chunk's first flat element
-        lk.index.off = r0 * math.prod(S[1:])
-    load_base = [base_ix[a.port.base_view()[0].id] for a in lk.loads]
-    return lk, bases, load_base, shifts, shadow, need
 
 
 class DaskExecutor(Executor):
@@ -387,6 +36,7 @@ class DaskExecutor(Executor):
 
     def __init__(self):
         super().__init__()
+        self.client = None          # the cluster's Client (set by ps.distributed.connect)
         self.submitted = collections.deque(maxlen=4096)   # task keys, newest last
         self._window = collections.deque()                # per sequence: weakrefs to ports
         self._adm = threading.Lock()
@@ -395,8 +45,7 @@ class DaskExecutor(Executor):
         return PENDING
 
     def _client(self):
-        from .. import distributed
-        return distributed.get_client()
+        return self.client
 
     def _submit(self, fn, *args, kind="k"):
         key = f"streamrt-{kind}-{next(_task_ids)}"
@@ -447,7 +96,6 @@ class DaskExecutor(Executor):
                 self._drain(self._window.popleft())
 
     def _drain(self, refs):
-        from ..runtime import cscheduler, escheduler
         es = escheduler.get(cscheduler.flow())
         futs = []
         for r in refs:
@@ -459,7 +107,7 @@ class DaskExecutor(Executor):
             if isinstance(v, DistValue) and v.refs:
                 futs.extend(f for f, _ in v.refs)
         if futs:
-            from distributed import wait
+            from distributed import wait     # (dask: an optional dependency)
             stats.add("dask_flow_waits")
             wait(futs)
 
@@ -467,8 +115,7 @@ class DaskExecutor(Executor):
     def launch(self, prog):
         """Run one program on its own (the E-Scheduler path; ``run_sequence`` is the usual
         one)."""
-        from ..runtime import cscheduler, escheduler
-        g = _Group(self, escheduler.get(cscheduler.flow()), {})
+        g = Group(self, escheduler.get(cscheduler.flow()), {})
         if prog.kind == "kernel":
             g.add(prog)
             g.flush(settle=False)
@@ -481,8 +128,6 @@ class DaskExecutor(Executor):
         the cluster). Consecutive kernels whose chunks line up row for row are grouped into
         one task per chunk; a kernel that reads a neighbour's rows, is chunked differently
         or reads a combined reduction starts a new group."""
-        from ..runtime import cscheduler, escheduler
-        from ..core.ir import FAILED, SUBMITTED
         stats.add("sequences_submitted")
         stats.add("dask_sequences")
         es = escheduler.get(cscheduler.flow())
@@ -490,7 +135,7 @@ class DaskExecutor(Executor):
         for i, prog in enumerate(seq.programs):
             for d in prog.deps():
                 readers.setdefault(d.id, set()).add(i)
-        g = _Group(self, es, readers)
+        g = Group(self, es, readers)
         for i, prog in enumerate(seq.programs):
             prog.executor = self
             prog.seq = seq
@@ -547,7 +192,6 @@ class DaskExecutor(Executor):
     def _launch_rowwise(self, p):
         """``A @ B`` with the rows of a 2-D ``A`` chunked: one task per chunk of A's rows
         (B whole in each), the result chunked like A. True if it applied."""
-        import types
         if p.op != "matmul" or len(p.inputs) != 2:
             return False
         A, Bm = p.inputs
@@ -601,165 +245,6 @@ class DaskExecutor(Executor):
                                 [(f, None)], prog.sites())
 
 
-class _Group:
-    """Kernels of one sequence that run chunk by chunk in the same tasks."""
-
-    def __init__(self, ex, es, readers):
-        self.ex, self.es, self.readers = ex, es, readers
-        self.index = 0
-        self._reset()
-
-    def _reset(self):
-        self.progs, self.bounds, self.chunks = [], None, None
-        self.steps = None           # per chunk: list of step tuples
-        self.out = {}               # port id -> output index in the step list (chunk-local)
-        self.ports = []             # (port, output index) of every output, in order
-        self.nout = 0
-        self.partial = None         # (program, first partial slot) of a closing reduction
-        self.closed = False
-        self.plans = {}
-
-    def _plan(self, prog):
-        """Per-chunk plans of ``prog`` (cached), with pieces produced in this group local."""
-        got = self.plans.get(prog)
-        if got is not None:
-            return got
-        k = prog.kernel
-        bounds = space_bounds(k)
-        chunks = list(zip(bounds[:-1], bounds[1:])) if bounds and len(bounds) > 2 else [None]
-        partial = len(chunks) > 1 and 0 in k.axes
-
-        def rows(B, b0, b1, whole):
-            j = self.out.get(B.id)
-            if j is not None:
-                return [(Local(j), None, None, None)]
-            return _rows(B, b0, b1, whole)
-        plans = []
-        for c in chunks:
-            if c is None:
-                lk, shifts = k, []
-                source, fn, table, partials = prog.source, prog.fn, prog.table, prog.partials
-                bases, load_base, bix = [], [], {}
-                for a in k.loads:
-                    B = a.port.base_view()[0]
-                    if B.id not in bix:
-                        bix[B.id] = len(bases)
-                        bases.append(rows(B, 0, 0, True))
-                    load_base.append(bix[B.id])
-                need = {}
-            else:
-                lk, bases, load_base, shifts, shadow, need = plan_chunk(prog, c[0], c[1],
-                                                                        partial, rows)
-                source, fn, table, partials = render_numba.render(lk, plan.choose(lk))
-                shifts = [(lk.reductions.index(shadow[p.id]), s) for p, s in shifts]
-            step = (source, fn, table, bases, load_base,
-                    [(a.port.shape, a.port.dtype) for a in lk.stores],
-                    [kernel_scalar(s) for s in lk.scalars],
-                    [(r.shape, r.dtype) for r in lk.reductions], partials,
-                    math.prod(lk.kept) if lk.kept else 1, shifts)
-            plans.append((c, step, need, len(lk.stores), len(lk.reductions)))
-        got = (bounds, chunks, partial, plans)
-        self.plans = {prog: got}
-        return got
-
-    def joinable(self, prog):
-        if not self.progs:
-            return True
-        if self.closed:
-            return False
-        bounds, chunks, partial, plans = self._plan(prog)
-        if chunks != self.chunks:
-            return False
-        if chunks == [None]:
-            return True
-        for c, _, need, _, _ in plans:
-            for bid, (B, rng) in need.items():
-                if bid in self.out and rng != c:
-                    return False
-        return True
-
-    def add(self, prog):
-        bounds, chunks, partial, plans = self._plan(prog)
-        if not self.progs:
-            self.bounds, self.chunks = bounds, chunks
-            self.steps = [[] for _ in chunks]
-        k = prog.kernel
-        first = self.nout
-        for ci, (c, step, _, nst, nred) in enumerate(plans):
-            self.steps[ci].append(step)
-        nst, nred = plans[0][3], plans[0][4]
-        sites = prog.sites()
-        sb = bounds if len(chunks) > 1 else (None if not k.space else [0, k.space[0]])
-        for j, a in enumerate(k.stores):
-            a.port.value = DistValue(a.port.shape, a.port.dtype, sb, None, sites)
-            self.out[a.port.id] = first + j
-            self.ports.append((a.port, first + j))
-        if partial:
-            self.partial = (prog, first + nst)
-            self.closed = True
-            for r in k.reductions:
-                r.value = DistValue(r.shape, r.dtype, None if not r.shape else [0, r.shape[0]],
-                                    None, sites)
-        else:
-            for j, r in enumerate(k.reductions):
-                rb = None if not r.shape else (sb if len(chunks) > 1 else [0, r.shape[0]])
-                r.value = DistValue(r.shape, r.dtype, rb, None, sites)
-                self.out[r.id] = first + nst + j
-                self.ports.append((r, first + nst + j))
-        self.nout = first + nst + nred
-        self.progs.append(prog)
-        self.plans = {}
-        stats.add("dask_kernel_steps", len(chunks))
-
-    def drop(self, prog):
-        if prog in self.progs:
-            self._reset()
-
-    def flush(self, settle=True):
-        if not self.progs:
-            return
-        keep = []
-        for p, j in self.ports:
-            rd = self.readers.get(p.id, ())
-            if p.nrefs > 0 or any(i >= self.index for i in rd) or not self.readers:
-                keep.append(j)
-        nslots = 0
-        if self.partial is not None:
-            pprog, first = self.partial
-            nslots = sum(2 if r.op in ("argmax", "argmin") else 1
-                         for r in pprog.kernel.reductions)
-            keep.extend(range(first, first + nslots))
-        keep = sorted(set(keep))
-        at = {j: q for q, j in enumerate(keep)}
-        single = len(keep) == 1
-        futs = [self.ex._submit(run_group, steps, keep) for steps in self.steps]
-        for p, j in self.ports:
-            v = p.value
-            if j in at:
-                v.refs = [(f, None if single else at[j]) for f in futs]
-            else:
-                v.refs = []          # released and read only inside the group: never kept
-        if self.partial is not None:
-            pprog, first = self.partial
-            k = pprog.kernel
-            specs = []
-            for r in k.reductions:
-                axes, _, _ = r.params
-                count = math.prod(k.space[d] for d in axes)
-                specs.append((r.op, 2 if r.op in ("argmax", "argmin") else 1, r.dtype, count))
-            pos = [at[j] for j in range(first, first + nslots)]
-            root = self.ex._combine_tree(futs, specs, pos, nslots)
-            one = len(k.reductions) == 1
-            for j, r in enumerate(k.reductions):
-                r.value.refs = [(root, None if one else j)]
-        progs = self.progs
-        self._reset()
-        for prog in progs:
-            stats.add("kernels_launched")
-            if settle:
-                self.es._settle(prog, None)
-
-
 _instance = None
 _lock = threading.Lock()
 
@@ -770,4 +255,3 @@ def get() -> DaskExecutor:
         if _instance is None:
             _instance = DaskExecutor()
         return _instance
-

@@ -2,6 +2,7 @@
 Validation happens here, at record time, and errors name the user's file and line."""
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import warnings
@@ -12,13 +13,14 @@ import numpy as np
 from ..core import dtypes as D, hooks, stats
 from ..core.config import settings
 from ..core.ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
-from ..runtime import cscheduler
 from ..core.ir import DONE, Port, c_strides
+from ..core.errors import (_INTERNAL, AbortError, ArgumentError, CallSite, DTypeError,
+                           FallbackError, NotLazyError, ShapeError, StreamrtAxisError,
+                           StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
+                           record_error)
+from ..backends.base import ref_value
+from ..runtime import cscheduler
 from ..runtime.workqueue import current_queue, _local as _tls
-from ..core.errors import _INTERNAL, CallSite
-from ..core.errors import (AbortError, ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
-                           StreamrtAxisError, StreamrtError, StreamrtIndexError,
-                           StreamrtOverflowError, callsite, record_error)
 from . import indexing as _indexing, native as _native, pieces as _pieces
 from .indexing import register as _register
 from .pieces import PIECEWISE
@@ -173,14 +175,12 @@ def record_map(name, *args, site=None):
             p.dtype = w
     if name == "power" and D.is_int(loop_dt) and ports[1].kind in ("scalar", "const") \
             and ports[1].size == 1 and ports[1].shape == ():
-        from ..backends.base import ref_value
         e = ref_value(ports[1]) if ports[1].kind == "scalar" else ports[1].value
         if int(np.asarray(e)) < 0:
             raise record_error(ValueError, "Integers to negative integer powers are not "
                                "allowed.", site)
     if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
         # constant folding: every operand is a known scalar
-        from ..backends.base import ref_value
         with np.errstate(all="ignore"):
             vals = [ref_value(p) if p.kind == "scalar" else p.value.astype(w, copy=False)
                     for p, w in zip(ports, want)]
@@ -817,22 +817,22 @@ class Array:
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-        from .math import var
+        from .math import var        # (math.py is built on this module: imported at the call)
         return var(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-        from .math import std
+        from .math import std        # (math.py is built on this module: imported at the call)
         return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
 
     def clip(self, min=None, max=None, out=None, **kwargs):
-        from .math import clip
+        from .math import clip       # (math.py is built on this module: imported at the call)
         return clip(self, min, max, out, **kwargs)
 
     def dot(self, b, out=None):
-        from .math import dot
+        from .math import dot        # (math.py is built on this module: imported at the call)
         return finish_out("dot", dot(self, b), out, True, "safe", callsite())
 
     # ---- NumPy protocols ----------------------------------------------------------------------
@@ -911,7 +911,6 @@ def _unaccepted(impl, kwargs):
         return ()
     names = _ACCEPTS.get(impl)
     if names is None:
-        import inspect
         try:
             ps = inspect.signature(impl).parameters.values()
             names = None if any(p.kind == p.VAR_KEYWORD for p in ps) else frozenset(

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
 from ..core.errors import ArgumentError, DTypeError, callsite, record_error
+from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
 
 
 def _dt(dtype, default=None):

@@ -21,9 +21,13 @@ import numpy as np
 
 from ..core import dtypes as D
 from ..core.ir import DONE, Port, c_strides, strided
-from ..runtime.workqueue import current_queue
 from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
                            StreamrtOverflowError, callsite, record_error)
+from ..core.errors import MacroError
+from ..core.ops import OPS
+from ..backends.intrinsics import INTRINSICS
+from ..runtime.workqueue import current_queue
+from . import array as _array
 
 
 # ---- aliases ----------------------------------------------------------------------------------
@@ -48,7 +52,6 @@ def _base_of(p):
 
 def rebind(old, new, extra, site):
     """Every Array aliasing base ``old`` now aliases base ``new`` (same shape and dtype)."""
-    from .array import _decref
     arrs = {}
     for r in (old.holders or {}).values():
         a = r()
@@ -63,7 +66,7 @@ def rebind(old, new, extra, site):
             a._port = new
             new.nrefs += 1
             register(new, a)
-            _decref(old)
+            _array._decref(old)
         elif p.kind == "view" and p.inputs[0] is old:
             nv = Port("view", "view", p.dtype, p.shape, (new,), p.params, site)
             new.nrefs += 1
@@ -75,13 +78,12 @@ def rebind(old, new, extra, site):
             a._port = nv
             nv.nrefs += 1
             register(new, a)
-            _decref(p)
+            _array._decref(p)
 
 
 def _check_macro_input(base, site):
     rec = current_queue().recording
     if rec is not None and base.id in rec.input_ids:
-        from ..core.errors import MacroError
         raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
                            "inputs are read-only inside a macro (copy it first: "
                            "x = x.copy())", site)
@@ -98,7 +100,6 @@ def _check_writable(p, site):
 def _value_port(value, dt, tshape, site):
     """The assigned value as a port broadcastable to ``tshape`` (NumPy's setitem casting:
     any value converts, Python integers must fit, NaN/inf do not become integers)."""
-    from .array import Array, const_port, operand, reshape
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         if D.is_int(dt) and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             info = np.iinfo(dt)
@@ -107,10 +108,10 @@ def _value_port(value, dt, tshape, site):
                                    f"bounds for {dt}", site)
         if D.is_int(dt) and isinstance(value, (float, np.floating)) and not np.isfinite(value):
             raise record_error(ValueError, f"cannot convert float {value} to integer", site)
-        return const_port(np.asarray(value).astype(dt), site)
-    v = operand(value, site)
+        return _array.const_port(np.asarray(value).astype(dt), site)
+    v = _array.operand(value, site)
     if v.kind == "scalar":
-        v = const_port(np.asarray(v.scalar), site)
+        v = _array.const_port(np.asarray(v.scalar), site)
     vshape = v.shape
     try:
         if tuple(np.broadcast_shapes(vshape, tshape)) != tuple(tshape):
@@ -122,7 +123,8 @@ def _value_port(value, dt, tshape, site):
             raise record_error(ShapeError, f"could not broadcast input array from shape "
                                f"{vshape} into shape {tshape}", site) from None
     if len(vshape) > len(tshape):            # NumPy drops leading length-1 dims of the value
-        v = reshape(Array._wrap(v), vshape[len(vshape) - len(tshape):], site=site)._port
+        v = _array.reshape(_array.Array._wrap(v), vshape[len(vshape) - len(tshape):],
+                           site=site)._port
     return v
 
 
@@ -134,7 +136,6 @@ def _full(base, off, shape, st):
 def write_region(arr, off, shape, st, value, site, owned=False):
     """``base(arr)[region] = value`` with NumPy semantics (see the module docstring).
     ``owned``: ``value`` is a temporary Array nobody else holds (its port may be adopted)."""
-    from .array import Array, _enqueue, astype, broadcast_to
     base = _base_of(arr._port)
     _check_macro_input(base, site)
     _check_writable(arr._port, site)
@@ -148,14 +149,14 @@ def write_region(arr, off, shape, st, value, site, owned=False):
         if owned and v.kind == "map" and v.shape == tuple(shape) and v.dtype == dt:
             new = v
         else:
-            va = broadcast_to(Array._wrap(v), tuple(shape), site=site) \
-                if v.shape != tuple(shape) else Array._wrap(v)
-            new = astype(va, dt, site=site)._port
+            va = _array.broadcast_to(_array.Array._wrap(v), tuple(shape), site=site) \
+                if v.shape != tuple(shape) else _array.Array._wrap(v)
+            new = _array.astype(va, dt, site=site)._port
             if new.kind != "map":           # a folded constant: copy it into a fresh port
-                new = _enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
+                new = _array._enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
                                     loop_dtype=dt))._port
     else:
-        new = _enqueue(update_port(base, v, off, shape, st, site))._port
+        new = _array._enqueue(update_port(base, v, off, shape, st, site))._port
     new.nrefs += 1                      # held while rebinding (the temporary Array may die)
     rebind(base, new, (arr,), site)
     new.nrefs -= 1
@@ -169,11 +170,10 @@ def update_port(base, value, off, shape, st, site):
 
 
 def setitem(arr, key, value):
-    from .array import basic_index
     site = callsite()
     if isinstance(key, Array_t()):
         key = _eval_index(key, site)
-    r = basic_index(arr._port, key, site)
+    r = _array.basic_index(arr._port, key, site)
     if r is None:
         return scatter(arr, key, value, site)
     off, shape, st = r
@@ -181,12 +181,10 @@ def setitem(arr, key, value):
 
 
 def Array_t():
-    from .array import Array
-    return Array
+    return _array.Array
 
 
 def _ufunc_name(name):
-    from ..core.ops import OPS
     return OPS[name].ufunc or name
 
 
@@ -194,9 +192,8 @@ def make_inplace(name):
     """``a op= b``: NumPy's ``np.<ufunc>(a, b, out=a)`` (casting 'same_kind', no broadcasting
     of the output), written into ``a`` and every alias of it."""
     def f(self, other):
-        from .array import record_map
         site = callsite()
-        r = record_map(name, self, other, site=site)
+        r = _array.record_map(name, self, other, site=site)
         if r.dtype != self.dtype and not np.can_cast(r.dtype, self.dtype, "same_kind"):
             raise record_error(DTypeError, f"Cannot cast ufunc '{_ufunc_name(name)}' output "
                                f"from dtype('{r.dtype}') to dtype('{self.dtype}') with casting "
@@ -223,8 +220,7 @@ def make_inplace(name):
 # ---- advanced indexing ------------------------------------------------------------------------
 def _eval_index(k, site):
     """An index array as host data (Arrays are evaluated: the result shape depends on them)."""
-    from .array import Array
-    if isinstance(k, Array):
+    if isinstance(k, _array.Array):
         k = k.numpy()
     a = np.asarray(k)
     if a.dtype == object or (a.dtype.kind not in "biu" and a.size) or a.dtype.kind in "fc" \
@@ -238,12 +234,11 @@ def _eval_index(k, site):
 
 def _normalize_key(key, site):
     """(key with host index arrays, positions of the arrays in it)."""
-    from .array import Array
     if not isinstance(key, tuple):
         key = (key,)
     out, arrays = [], []
     for k in key:
-        if isinstance(k, (Array, np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
+        if isinstance(k, (_array.Array, np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
             a = _eval_index(k, site) if not isinstance(k, (bool, np.bool_)) else np.bool_(k)
             arrays.append(len(out))
             out.append(a)
@@ -265,14 +260,13 @@ def _probe_shape(shape, key, site):
 
 def _split(key, arrays, site):
     """Key arrays become const ports (inputs of the intrinsic); the static rest is a param."""
-    from .array import _static_key, const_port
     spec, ins = [], []
     for i, k in enumerate(key):
         if i in arrays:
             spec.append(("arr", len(ins)))
-            ins.append(const_port(np.asarray(k), site))
+            ins.append(_array.const_port(np.asarray(k), site))
         else:
-            spec.append(_static_key((k,))[0] if k is not None else None)
+            spec.append(_array._static_key((k,))[0] if k is not None else None)
     return tuple(spec), ins
 
 
@@ -304,18 +298,17 @@ def rebuild_key(spec, arrays):
 
 def gather(arr, key, site=None):
     """``arr[key]`` with integer/boolean array indexes: a gather intrinsic (``arr`` stays lazy)."""
-    from .array import _enqueue
     site = site or callsite()
     key, arrays = _normalize_key(key, site)
     p = arr._port
     shape = _probe_shape(p.shape, key, site)
     spec, ins = _split(key, arrays, site)
-    return _enqueue(Port("intrinsic", "gather", p.dtype, tuple(shape), (p, *ins), (spec,), site))
+    return _array._enqueue(Port("intrinsic", "gather", p.dtype, tuple(shape), (p, *ins), (spec,),
+                                site))
 
 
 def scatter(arr, key, value, site=None, flat=False):
     """``arr[key] = value`` with array indexes (``flat``: on the raveled array, like put)."""
-    from .array import _enqueue
     site = site or callsite()
     key, arrays = _normalize_key(key, site)
     base = _base_of(arr._port)
@@ -328,7 +321,7 @@ def scatter(arr, key, value, site=None, flat=False):
         pass
     spec, ins = _split(key, arrays, site)
     _, off, st = p.base_view()
-    new = _enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
+    new = _array._enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
                         (spec, int(off), tuple(p.shape), tuple(st), bool(flat)), site))._port
     new.nrefs += 1
     rebind(base, new, (arr,), site)
@@ -353,7 +346,6 @@ def run_scatter(p, old, value, *arrays):
 
 
 def _install():
-    from ..backends.intrinsics import INTRINSICS
     INTRINSICS["gather"] = run_gather
     INTRINSICS["scatter"] = run_scatter
 

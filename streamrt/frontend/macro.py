@@ -18,14 +18,15 @@ import functools
 import numpy as np
 
 from ..core import hooks, keys, stats
-from ..runtime import macro_cache, cscheduler
 from ..core.config import settings
-from ..backends import registry
-from ..compiler import sequence
 from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
+from ..core.errors import ArgumentError, MacroError, callsite, record_error
+from .. import compiler
+from ..compiler import sequence
+from ..backends import registry
+from ..runtime import macro_cache, cscheduler, direct
 from ..runtime.workqueue import current_queue
 from .array import Array, const_port
-from ..core.errors import ArgumentError, MacroError, callsite, record_error
 
 
 class _Recording:
@@ -373,7 +374,6 @@ class Macro:
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None:
-            from ..runtime import direct
             sec.direct = (settings.direct_replay and direct.plan(
                 sec, seq, ports, executor, Array._wrap, _unflatten)) or False
         cscheduler.submit_replay(seq, ports, executor)
@@ -381,7 +381,6 @@ class Macro:
 
 
 def proggen_generate(entries, executor):
-    from .. import compiler
     return compiler.generate(entries, executor.caps)
 
 

@@ -9,12 +9,13 @@ import numpy as np
 
 from ..core import dtypes as D
 from ..core.ops import OPS, REDUCTIONS
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, astype as _astype, broadcast_to as _broadcast_to,
                     _NoValue, _as_array, _const, _mask, canonical_dtype, finish_out,
                     normalize_axes, operand, record_map, record_reduce, record_unary,
                     reduce_kw, reshape as _reshape, transpose as _transpose)
-from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 from . import native as _native
+from .shape import nonzero
 
 __all__ = []
 
@@ -100,7 +101,6 @@ for _name, _op in OPS.items():
 def where(condition, x=None, y=None, /):
     site = callsite()
     if x is None and y is None:
-        from .shape import nonzero        # evaluates the condition (data-dependent shape)
         return nonzero(condition)
     if x is None or y is None:
         raise record_error(ArgumentError, "either both or neither of x and y should be given",

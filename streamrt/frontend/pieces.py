@@ -31,6 +31,7 @@ import weakref
 
 from ..core.ops import OPS
 from ..core.ir import DEAD, NEW, Port, c_strides, scratch_port
+from . import array as _array, indexing as _indexing
 
 MIN_ELEMENTS = 1 << 16
 CHAIN = True            # chained results (off: only rolled and concatenated arrays, to compare)
@@ -114,16 +115,14 @@ def _cut_shape(shape, axis, a, b):
 def _cut(p, axis, a, b, ins):
     """Map port ``p``'s op recorded over the interval ``[a, b)`` of ``axis`` from the inputs
     ``ins`` (an Array; its dtypes are ``p``'s, already validated)."""
-    from .array import _enqueue_plain
-    return _enqueue_plain(Port("map", p.op, p.dtype, _cut_shape(p.shape, axis, a, b), ins,
+    return _array._enqueue_plain(Port("map", p.op, p.dtype, _cut_shape(p.shape, axis, a, b), ins,
                                p.params, p.site, loop_dtype=p.loop_dtype))
 
 
 def _slice(p, axis, a, b, site):
     """A view of ``p`` (any port) restricted to ``[a, b)`` along ``axis``."""
-    from .array import _view
     _, off, st = p.base_view()
-    return _view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
+    return _array._view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
 
 
 def _piece(i, port, axis, a, b, memo, budget, temps=()):
@@ -160,12 +159,11 @@ def _assemble(port, axis, subs):
     """A new array of ``port``'s shape and dtype whose interval starting at ``a`` is written
     by ``sub`` for each ``(a, sub)`` of ``subs`` (region writes, each fused into the kernel
     computing its value)."""
-    from .array import _enqueue_plain
-    from .indexing import update_port
     cur = scratch_port(port.shape, port.dtype, port.site)
     st = c_strides(port.shape)
     for a, sub in subs:
         v = sub._port
-        out = _enqueue_plain(update_port(cur, v, a * st[axis], v.shape, st, port.site))
+        out = _array._enqueue_plain(_indexing.update_port(cur, v, a * st[axis], v.shape, st,
+                                                          port.site))
         cur = out._port
     return out

@@ -8,11 +8,11 @@ import threading
 
 import numpy as np
 
-from .. import compiler
 from ..core import hooks, keys, stats
 from ..core.config import settings
 from ..core.errors import MacroError, callsite, record_error
 from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
+from .. import compiler
 from ..compiler import sequence
 from ..compiler.kernel import is_update
 from ..backends.base import HostPool, host_pool

@@ -17,13 +17,13 @@ import math
 import numpy as np
 
 from ..core import dtypes as D, stats
-from ..backends.numba_cpu import program_cache
-from . import cscheduler
 from ..core.ir import DONE, Port
 from ..compiler.kernel import is_update
+from ..backends.numba_cpu import program_cache
 from ..backends.linalg_intrinsics import HOST_INTRINSICS
 from ..backends.base import HostPool, host_pool, kernel_scalar, ref_value
 from ..backends.numba_cpu.executor import CPUExecutor, chunks_for
+from . import cscheduler
 
 
 class _Plan:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from cachetools import LRUCache
 
 from ..core import stats
+from ..core.config import settings
 
 
 class _Global(LRUCache):
@@ -191,6 +192,5 @@ _cache = None
 def get() -> TraceCache:
     global _cache
     if _cache is None:
-        from ..core.config import settings
         _cache = TraceCache(max_entries=settings.trace_cache_size)
     return _cache

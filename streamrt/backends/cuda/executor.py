@@ -12,6 +12,7 @@ import numpy as np
 
 from ...core.config import cache_dir, settings
 from ..device import BuildError, DeviceExecutor
+from . import intrinsics
 
 _OPTIONS = ("--std=c++11",)
 _cp = None
@@ -25,7 +26,7 @@ def _import():
         with _imp_lock:
             if _cp is None:
                 os.environ.setdefault("CUPY_CACHE_DIR", os.path.join(cache_dir(), "cupy"))
-                import cupy
+                import cupy         # (an optional dependency; after CUPY_CACHE_DIR is set)
                 _cp = cupy
     return _cp
 
@@ -129,8 +130,7 @@ class CUDAExecutor(DeviceExecutor):
     def _finish(self):
         self.stream.synchronize()
 
-    # ---- intrinsics with CuPy (executors/cuda_intrinsics.py) -------------------------------
+    # ---- intrinsics with CuPy (intrinsics.py) ---------------------------------------------
     def _host_program(self, prog):
-        from .intrinsics import run
-        if not run(self, prog):
+        if not intrinsics.run(self, prog):
             super()._host_program(prog)

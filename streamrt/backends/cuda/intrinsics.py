@@ -17,7 +17,7 @@ class CupyModules:
 
     @property
     def linalg_sp(self):
-        import cupyx.scipy.linalg
+        import cupyx.scipy.linalg       # (an optional dependency, as CuPy)
         return cupyx.scipy.linalg
 
 
@@ -38,7 +38,7 @@ def run(ex, prog):
     if not all(fns):
         return False
     cp = ex.cp
-    import cupyx
+    import cupyx        # (an optional dependency, as CuPy)
     mods = CupyModules(cp)
     # CuPy reports a singular matrix only when asked (else inf/nan): raise, as NumPy does
     with ex.dev, ex.stream, cupyx.errstate(linalg="raise"):

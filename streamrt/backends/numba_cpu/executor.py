@@ -3,16 +3,17 @@ cache; intrinsics run with NumPy. A kernel that fails to compile is split, then 
 the reference evaluation op by op; both are counted."""
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 import threading
 
 import numpy as np
 
-from ... import compiler
 from ...core import stats
 from ...core.config import settings
 from ...core.ir import c_strides
+from ... import compiler
 from ..base import Executor, kernel_scalar, ref_value, run_refop
 from . import program_cache, render, scan
 
@@ -25,7 +26,7 @@ def _setup_numba():
     with _layer_lock:
         if _layer_set:
             return
-        import numba
+        import numba    # (most of a second: when the CPU executor is created, not at import)
         try:
             from numba.np.ufunc import omppool  # noqa: F401
             numba.config.THREADING_LAYER = "omp"
@@ -52,7 +53,6 @@ def _tune_host_heap():
     if n <= 0 or not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt               # glibc; absent on musl
     except (OSError, AttributeError):
@@ -72,7 +72,7 @@ def chunks_for(K, R0):
     """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
     if R0 < 8192:
         return 1                  # (before asking Numba: get_num_threads costs ~50 us)
-    import numba
+    import numba        # (loaded by then: the executor loaded it)
     T = numba.get_num_threads()
     if K >= 4 * T:
         return 1

@@ -11,6 +11,7 @@ load, is deleted and rebuilt, never trusted."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import glob
 import importlib.util
 import os
@@ -182,7 +183,6 @@ def _freeze():
     costs in proportion to the objects created since the last freeze. Objects alive now and
     turned into cyclic garbage later are not collected (STREAMRT_GC_FREEZE=0 keeps the
     collector's defaults)."""
-    import gc
     gc.collect()
     gc.freeze()
 
@@ -195,7 +195,7 @@ def _slp():
     registers -- sum(x*x) with max(abs(x)): 6 -> 2.5 ms. Restored after: other Numba code in
     the process keeps Numba's default. The generated header names it, so kernels cached on
     disk by a streamrt that did not do this are not reused."""
-    from numba.core import config as nconfig
+    from numba.core import config as nconfig    # (Numba: loaded with the first kernel)
     old = nconfig.SLP_VECTORIZE
     nconfig.SLP_VECTORIZE = 1
     try:
@@ -205,7 +205,7 @@ def _slp():
 
 
 def _is_compile_error(e):
-    from numba.core import errors
+    from numba.core import errors               # (as above)
     return isinstance(e, (errors.TypingError, errors.LoweringError, errors.UnsupportedError))
 
 
@@ -220,7 +220,7 @@ def _discard_numba_cache(k):
 def _fresh(stale):
     """A new dispatcher for ``stale``'s function: it compiles afresh (the damaged cache files
     are gone) and writes a sound cache entry for the next process."""
-    import numba
+    import numba                                # (as above)
     opts = dict(stale.targetoptions)
     opts.pop("cache", None)
     opts.pop("nopython", None)      # implied by njit (passing it warns)

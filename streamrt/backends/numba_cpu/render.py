@@ -4,8 +4,6 @@ The source depends only on the kernel's *structure* (ops, dtypes, loop depth, in
 classes), never on sizes, offsets or port ids, so one compiled kernel serves every shape."""
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from ...core import dtypes as D
@@ -803,7 +801,3 @@ def _column_path(src, k, names, nload, body, local):
         src(4, f"ro{j}[k0 + jj] = {npname(out_dt)}({v} / rtot)" if p.op == "mean" else
             f"ro{j}[k0 + jj] = {cast(v, acc_dt, out_dt)}")
     src(2, "return")
-
-
-def source_key(source: str) -> str:
-    return hashlib.sha1(source.encode()).hexdigest()[:20]

@@ -78,8 +78,9 @@ def _import():
             old = os.environ.get("XDG_CACHE_HOME")
             os.environ["XDG_CACHE_HOME"] = base
             try:
+                # (an optional dependency, imported with its caches redirected)
                 import pyopencl as cl
-                import pyopencl.invoker
+                import pyopencl.invoker     # (as above)
             finally:
                 if old is None:
                     os.environ.pop("XDG_CACHE_HOME", None)

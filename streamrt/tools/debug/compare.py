@@ -8,11 +8,11 @@ import warnings
 
 import numpy as np
 
-from ... import compiler
 from ...core import stats
 from ...core.config import settings
 from ...core.errors import StreamrtError
 from ...core.ir import DONE, Port
+from ... import compiler
 from ...backends import numba_cpu
 from . import handlers, reference
 

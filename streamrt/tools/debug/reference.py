@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.ir import strided
 from ...backends.base import run_refop
 from ...runtime import cscheduler
-from ...core.ir import strided
 
 
 def ref_of(p):

@@ -26,7 +26,6 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 * ``{"t": "end", "wall": s}`` -- the last line."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -149,7 +148,8 @@ class Collector:
 
     # ---- output ----------------------------------------------------------------------------
     def write(self):
-        from ... import __version__   # (the package's: this module loads while it imports)
+        import json                   # (~1 ms of import streamrt: only for a run file)
+        from ... import __version__   # (the package's, set after it imports this module)
         wall = self.now()
         with self.lock:
             lines = [{"t": "header", "format": "streamrt-profile", "version": 1,

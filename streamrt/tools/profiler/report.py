@@ -131,7 +131,7 @@ def _fmt_b(b):
 
 def print_report(path, compare=None, limit=30, console=None):
     from rich.console import Console     # (rich's import is ~30 ms: only for the table)
-    from rich.table import Table
+    from rich.table import Table         # (as above)
     con = console or Console(width=None if sys.stdout.isatty() else 140)
     run = Run(path)
     other = Run(compare) if compare else None
