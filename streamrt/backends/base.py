@@ -36,9 +36,7 @@ class HostPool:
     so). A step that makes a new 32 MB result then gets the previous step's buffer with its
     pages mapped, instead of asking malloc, whose main heap fragments when small allocations
     land in the freed holes of large ones and then grows (and faults in) by the size of a
-    result at every step: the 4M-element wave equation ~24,000 page faults per run when NumPy
-    work ran before streamrt's first launch (186 ms), none with the pool (~105 ms). At most
-    ``STREAMRT_HOST_HEAP_BYTES`` are pooled; beyond that buffers are plain ``np.empty``."""
+    result at every step. At most ``STREAMRT_HOST_HEAP_BYTES`` are pooled; beyond that buffers are plain ``np.empty``."""
     MIN_BYTES = 1 << 20
 
     def __init__(self):
@@ -234,8 +232,7 @@ class Executor:
 def _report(done):
     """Report completed programs to their E-Scheduler callbacks, one call per callback: a
     worker running many small programs back to back wakes the scheduler thread once per
-    batch instead of once per program (on 2 cores each wake-up competes with the worker --
-    CG's 200 programs of 2048 elements spent ~30 ms in hand-offs)."""
+    batch instead of once per program (on 2 cores each wake-up competes with the worker)."""
     by = {}
     for on_done, prog, err, dt in done:
         by.setdefault(on_done, []).append((prog, err, dt))

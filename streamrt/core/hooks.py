@@ -81,9 +81,3 @@ def set_array_namespace(loader):
     global array_namespace
     array_namespace = loader
 
-
-def observed() -> bool:
-    """Whether anything watches individual programs run: the profiler or a debugger hook (the
-    direct paths, which skip ports and programs, are then not taken)."""
-    return (profiler is not None or on_complete is not None or keep_graph
-            or on_record is not None)

@@ -39,7 +39,7 @@ def _intrinsic(op, dtype, shape, inputs, params, site):
                          tuple(params), site))
 
 
-_RESULT: dict = {}      # dtypes -> their result dtype (np.result_type is ~1 us a call)
+_RESULT: dict = {}      # dtypes -> their result dtype (np.result_type is slow: memoised)
 
 
 def _result(site, *dts):

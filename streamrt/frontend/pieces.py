@@ -17,10 +17,9 @@ Array held by the caller's evaluation stack alone, told by its reference count i
 method, as NumPy's temporary elision does (``_TEMP_RC`` in array.py; 0, chaining off, on an
 interpreter where the count does not tell). A whole periodic stencil step,
 ``2u - u_prev + c2 (roll(u, 1) + roll(u, -1) - 2u)``, is then one kernel per interval writing
-only its result (wave: 136 -> 85 ms, the hand-written Numba loop 80). A result the program keeps
-(the next step's ``u``, a named variable) is read as the assembled array: reading its pieces
-there fused the next step's first ops into this step's kernels, stored from there (more
-traffic than the copy saved: 414 -> 917 ms when every result chained). A region write nobody
+only its result. A result the program keeps (the next step's ``u``, a named variable) is read
+as the assembled array: reading its pieces there would fuse the next step's first ops into
+this step's kernels, stored from there -- more traffic than the copy saves. A region write nobody
 reads (the assembled intermediates) is dead, and so is what only it read.
 
 Only arrays of at least ``MIN_ELEMENTS`` are cut: below that, kernel launches cost more than

@@ -77,7 +77,8 @@ def direct_ok():
     """Whether a run may take a direct plan (executors/direct.py: a macro replay or a flushed
     trace calling its kernels itself): the direct path on and nothing observing runs -- debug
     output, the profiler, the debugger's hooks, a test's launch log."""
-    if not settings.direct_replay or settings.debug or hooks.observed():
+    if not settings.direct_replay or settings.debug or hooks.profiler is not None \
+            or hooks.on_complete is not None or hooks.keep_graph or hooks.on_record is not None:
         return False
     es = es_mod._instance
     return es is None or es.launch_log is None
@@ -221,7 +222,7 @@ def dispatch(seq, executor, inline=False):
     # Numba kernels run inline only single-threaded: a parallel region started from this
     # thread would make libgomp a second thread team besides the executor thread's; with more
     # OpenMP threads than cores its workers stop spinning, and every parallel region of both
-    # teams then waits on a futex wake (~45 us: a 2-region kernel 278 -> 370 us)
+    # teams then waits on a futex wake (docs/decisions.md)
     if inline and settings.inline_elements and (
             executor.name == "reference"
             or max(map(sequence.elements, seq.programs), default=0) <= inline_limit()) \

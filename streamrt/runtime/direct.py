@@ -3,9 +3,9 @@
 computed inputs is run straight from the replay call -- output buffers, kernel arguments, the
 call -- with no ports for its intermediates, no program sequence and no E-Scheduler round.
 
-This is the small-array case of ``@ps.macro`` (a 10-op update on 1000 elements costs NumPy
-~10 us; the general replay path spends ~90 us re-creating ports, instantiating the template and
-settling states). The plan is built from the first replay's instantiated sequence and used only
+This is the small-array case of ``@ps.macro``: re-creating ports, instantiating the template
+and settling states costs the general replay path several times what NumPy spends on a small
+update (docs/decisions.md). The plan is built from the first replay's instantiated sequence and used only
 when that replay would itself have run inline on this thread: the pipeline idle, the inputs
 computed host arrays, nothing watching (profiler, debugger, launch log, debug output). A plan
 writes no input (region writes are not planned), so an exception simply sends the call down
@@ -68,10 +68,10 @@ class _Plan:
             # (a large one -- an intrinsic's result -- from the host pool, as Executor.alloc)
             big = math.prod(shape) * dt.itemsize >= HostPool.MIN_BYTES
             lines.append(f"    b{j} = {'pool' if big else 'empty'}({tuple(shape)!r}, D{j})")
-            # (a 1-D buffer is its own flat view: reshape costs ~0.1 us a call)
+            # (a 1-D buffer is its own flat view: no reshape call)
             lines.append(f"    f{j} = b{j}" if len(shape) == 1 else f"    f{j} = b{j}.reshape(-1)")
         # (host intrinsics run with NumPy's floating-point warnings off, as ``run_refop``
-        # runs them: one errstate for the whole run, not one per step -- ~4 us each)
+        # runs them: one errstate for the whole run, not one per step)
         quiet = ", errstate(all='ignore')" if any(st[1] is None for st in self.steps) else ""
         lines += ["    try:",
                   f"        with executor.run_lock{quiet}:"]
@@ -177,7 +177,7 @@ class Plan(_Plan):
                 names.append(f"o{x}")
         leaves = "".join(f"W({n}), " for n in names)
         if struct == ("T", tuple(("A", n) for n in range(len(names)))):
-            lines.append(f"    return ({leaves})")         # a flat tuple (saves ~0.4 us)
+            lines.append(f"    return ({leaves})")         # a flat tuple: no unflatten call
         else:
             lines.append(f"    return unflatten(struct, ({leaves}))")
         self.run = _compile(lines, g, "run")

@@ -24,7 +24,10 @@ class MacroCache(TraceCache):
     # @ps.macro sections: (macro, signature, settings) -> section record
     def section(self, key):
         with self.lock:
-            return self._sections.get(key)
+            try:
+                return self._sections[key]      # ([] makes it the most recent)
+            except KeyError:
+                return None
 
     def put_section(self, key, sec):
         with self.lock:

@@ -60,7 +60,10 @@ class TraceCache:
             key = self._canon.get(key)
             if key is None:
                 return None
-            t = self._all.get(key)
+            try:
+                t = self._all[key]      # (a canonical key is in the bound; [] makes it recent)
+            except KeyError:
+                t = None
             if t is not None:
                 first = self._first(key)
                 b = self._buckets.get(first)

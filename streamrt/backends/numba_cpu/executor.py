@@ -61,8 +61,8 @@ def _tune_host_heap():
     n = min(n, (1 << 31) - 1)
     _heap_tuned = bool(mallopt(M_MMAP_THRESHOLD, n)) and bool(mallopt(M_TRIM_THRESHOLD, n))
     # One heap for every thread: the executor's worker allocates the outputs, and a thread's
-    # own arena is at most 64 MB, so a larger buffer was a fresh mmap whatever the threshold
-    # (and its pages faulted in again at every step: a 20M-element chain 14-18 -> 9-13 ms)
+    # own arena is at most 64 MB, so a larger buffer would be a fresh mmap whatever the
+    # threshold (its pages faulted in again at every step)
     if _heap_tuned:
         mallopt(M_ARENA_MAX, 1)
     return _heap_tuned
@@ -71,7 +71,7 @@ def _tune_host_heap():
 def chunks_for(K, R0):
     """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
     if R0 < 8192:
-        return 1                  # (before asking Numba: get_num_threads costs ~50 us)
+        return 1                  # (before asking Numba: get_num_threads is not cheap)
     import numba        # (loaded by then: the executor loaded it)
     T = numba.get_num_threads()
     if K >= 4 * T:
@@ -211,9 +211,9 @@ class CPUExecutor(Executor):
         return s
 
     def _run_kernel(self, prog, d):
-        # (the arguments are built per launch: for CG's 2048-element kernels this was ~10 us
-        # of a 13 us launch; a 1-D buffer is its own flat view, and the scratch partials are
-        # reused -- launches hold ``run_lock``, one at a time)
+        # (the arguments are built per launch, which small kernels feel: a 1-D buffer is its
+        # own flat view, and the scratch partials are reused -- launches hold ``run_lock``,
+        # one at a time)
         k = prog.kernel
         args = [prog.table]
         nd = np.ndarray

@@ -176,11 +176,10 @@ def call(k: Kernels, serial: bool, args):
 
 def _freeze():
     """Collect, then move every surviving object to the collector's permanent generation
-    (``gc.freeze``). Loading Numba and a first kernel leaves ~150,000 tracked objects (~20,000
-    more per kernel), and every full collection scanned them all: ~70 ms, at a random step of
-    a loop (the wave benchmark's runs: 76-161 ms, 80-108 with the freeze). The collect first
-    frees what compiling left as cyclic garbage (~35,000 objects after the first kernel); it
-    costs in proportion to the objects created since the last freeze. Objects alive now and
+    (``gc.freeze``). Loading Numba and a first kernel leaves a large graph of tracked objects
+    (more with every kernel) that every full collection would scan again, a stall at a random
+    step of a loop. The collect first frees what compiling left as cyclic garbage; it costs in
+    proportion to the objects created since the last freeze. Objects alive now and
     turned into cyclic garbage later are not collected (STREAMRT_GC_FREEZE=0 keeps the
     collector's defaults)."""
     gc.collect()
@@ -191,8 +190,8 @@ def _freeze():
 def _slp():
     """LLVM's SLP vectoriser on while a first call compiles one of streamrt's kernels (Numba
     reads ``config.SLP_VECTORIZE`` when it builds a module's pass manager, and leaves it off by
-    default): the unrolled lanes of full reductions (render_numba ``SPAN``) become vector
-    registers -- sum(x*x) with max(abs(x)): 6 -> 2.5 ms. Restored after: other Numba code in
+    default): the unrolled lanes of full reductions (render.py ``SPAN``) become vector
+    registers. Restored after: other Numba code in
     the process keeps Numba's default. The generated header names it, so kernels cached on
     disk by a streamrt that did not do this are not reused."""
     from numba.core import config as nconfig    # (Numba: loaded with the first kernel)

@@ -98,8 +98,7 @@ def _args(p, local):
 # and LLVM vectorises across quads. The few elements before the first quad and after the last
 # (all of them if a counter is not a multiple of 4: correct, scalar, slow -- the Generator
 # never makes such a counter) call the per-element helpers, not inlined (``_rng1_``: the
-# kernel compiles the generator once). Monte Carlo pi's count over 2 x 50M float32
-# uniforms: 75 -> ~22 ms.
+# kernel compiles the generator once).
 def _quads(k, local):
     """[(op number, helper call)] of ``k``'s counter ops that have a quad helper."""
     out = []
@@ -220,12 +219,12 @@ def render(k, plan):
     # An access whose strides are all non-negative is read through a view starting at its
     # base index (``a0 = a0[o0:]``), so the innermost index is a bare loop variable: LLVM then
     # proves it in range and non-negative and vectorises the loop (an ``a0[o0 + i0]`` index
-    # defeats that: ~3.5x slower on memory-bound chains). Negative strides (flipped views) keep
-    # the offset form -- a negative index would wrap around.
+    # defeats that). Negative strides (flipped views) keep the offset form -- a negative index
+    # would wrap around.
     # In a reduction kernel the views are taken per task, inside the parallel loop; there,
-    # as soon as the kernel also stores an array, LLVM no longer vectorises the element loop
-    # (Black-Scholes + mean: 112 vs 24 ms), while the offset form ``a0[b0 + r0]`` over the
-    # task's range does vectorise: reduction kernels with stores use the offset form.
+    # as soon as the kernel also stores an array, LLVM no longer vectorises the element loop,
+    # while the offset form ``a0[b0 + r0]`` over the task's range does vectorise: reduction
+    # kernels with stores use the offset form.
     nonneg = [all(int(s) >= 0 for s in list(a.kept) + list(a.red if red else []))
               for a in accesses]
     sliced = [n and not (red and k.stores) for n in nonneg]
@@ -268,7 +267,7 @@ def render(k, plan):
             if d == nk - 2:
                 # before the innermost loop: a row view of every access that is contiguous
                 # along it, so that its index there is the bare loop variable (vectorised,
-                # as for the 1-D case above; ``a0[i0 * sk0_0 + i1]`` is not: ~3x) ...
+                # as for the 1-D case above; ``a0[i0 * sk0_0 + i1]`` is not) ...
                 for ai, (off, ks, _) in enumerate(names):
                     if rowv[ai]:
                         src(nk, f"w{ai} = a{ai}[{index(terms(iv[:-1], ks[:-1]))}:]")
@@ -299,8 +298,7 @@ def render(k, plan):
         # The task's share of reduced axis 0 starts at ``lo``; every index below is relative
         # to it (``lo`` is in the base indices ``b``) and runs over ``range(nt)``: an index
         # LLVM cannot prove non-negative keeps Numba's wrap-around select, which turns each
-        # vector load into a gather -- a row-wise (A * p).sum(axis=1) of 2048 x 2048 float64
-        # ran at 1.2 ms against 0.27 with task-relative indices
+        # vector load into a gather
         low = ["lo"] if nr else []
         if nr:                   # (a reduction over no axis, e.g. of a 0-d array, has none)
             src(2, "lo = (c * nr0) // C")
@@ -341,19 +339,17 @@ def render(k, plan):
         quad = plan.quads
         qei0 = "bi"
         if spans:                       # lanes, then the tail loop the code below fills
-            # (tried: one pass over the task's range per reduction, the second from cache --
-            # sum(x*x) with max(abs(x)) of 20M float32 3.0 -> 3.6 ms)
+            # (all reductions in one pass over the task's range: docs/decisions.md)
             _lanes(src, list(enumerate(k.reductions)), local, "nt",
                    lambda d: emit_element(d, idx, ie))
             src(2, "for r0 in range(nl, nt):")
             depth = 3
         elif blocked:
             # the block's own views and bases, its element loop from 0 (as above: with
-            # ``range(bb, be)`` the loads were gathers; the n-body step 24 -> 14 ms). Per block,
-            # views are taken in kernels with stores too (unlike the per-task views above):
-            # with the offset form ``a0[b0 + e0 + r0]`` the element loop of a 10-step
-            # update-and-max over 1000 float32 ran 62 us serial against 7 us through views,
-            # and 18 against 8.4 ms over 4M elements in parallel
+            # ``range(bb, be)`` the loads were gathers). Per block, views are taken in kernels
+            # with stores too (unlike the per-task views above): a view per block, unlike one
+            # per task, keeps the element loop vectorised where the offset form
+            # ``a0[b0 + e0 + r0]`` does not
             src(2, f"for bb in range(0, nt, {BLOCK}):")
             src(3, f"nb = min({BLOCK}, nt - bb)")
             for ai, (_, _, rs) in enumerate(names):
@@ -545,8 +541,8 @@ def render_rows(k, plan):
     src(1, "for kk in prange(K):")
     jv = _kept_index(src, nk)
     # a row view of each access with non-negative strides, so that the index along the row
-    # is the bare loop variable (2.5x on layer norm's phases against ``a0[b0 + r0]``); a
-    # negative stride keeps the offset form
+    # is the bare loop variable (vectorised, unlike ``a0[b0 + r0]``); a negative stride keeps
+    # the offset form
     rowview = []
     for ai, (off, ks, rs) in enumerate(names):
         src(2, f"b{ai} = {' + '.join([off] + terms(jv, ks))}")
@@ -655,8 +651,7 @@ def render_rows(k, plan):
             for line in body:
                 src(4, line)
             # a value kept in a row buffer already sits in this block's view of it, in the
-            # block's dtype: folded from there, not copied to the block too (softmax's
-            # exp-and-sum phase: 6.0 -> 5.7 ms)
+            # block's dtype: folded from there, not copied to the block too
             kept = {}
             for j, p in reds:
                 name = row_buf.get(p.inputs[0].id)
@@ -731,13 +726,11 @@ def _nan_result(src, depth, reds):
 def _nan_lanes(p):
     """Whether float max/min ``p`` runs in lanes as a plain comparison plus a NaN flag per
     lane (a NaN seen makes the result NaN, as NumPy's): one select per element, which LLVM
-    vectorises; the NaN-propagating update in one expression did not vectorise as well
-    (max(abs(x)) of 20M float32: 2.7 -> 1.5 ms; with sum(x*x) in the same kernel 4.0 -> 3.0;
-    the NaN-propagating update even in the tail loop alone made the kernel ~30% slower). A lane
-    never holds a NaN; the flags are looked at after the tail (_nan_result). The tail loop
-    keeps its own flag, and the lanes are folded with plain comparisons: with the tail
-    updating lane 0's flag, or a NaN-propagating fold, LLVM no longer packed the lanes of the
-    element loop (sum(x*x) with max(abs(x)): 6.3 -> 13.0 instructions an element)."""
+    vectorises (the NaN-propagating update in one expression does not vectorise as well,
+    even in the tail loop alone). A lane never holds a NaN; the flags are looked at after the
+    tail (_nan_result). The tail loop keeps its own flag, and the lanes are folded with plain
+    comparisons: with the tail updating lane 0's flag, or a NaN-propagating fold, LLVM no
+    longer packs the lanes of the element loop."""
     return p.op in ("max", "min") and reduce_params(p)[3].kind == "f"
 
 

@@ -172,8 +172,8 @@ def _rng_uniform_f32(g, key, ctr, i):
     if g:
         return _f32_of(_squares32(n, k))
     w0, w1, w2, w3 = _philox(k, n >> _TWO)
-    # word n & 3 by two levels of selects (a chain of branches stopped LLVM vectorising the
-    # element loop: 7x slower)
+    # word n & 3 by two levels of selects (a chain of branches stops LLVM vectorising the
+    # element loop)
     odd = (n & _ONE) != _Z
     a = w1 if odd else w0
     b = w3 if odd else w2
@@ -266,9 +266,9 @@ def _rng_normal(g, key, ctr, i):
     return _box_muller((w0 << _S32) | w1, (w2 << _S32) | w3)
 
 
-# The same per-element helpers as calls, not inlined (``_rng1_`` for ``_rng_``: render_numba
-# renames the call): a quad loop's few leftover elements call these, so a kernel compiles the generator's code once, in its quads
-# (Monte Carlo pi's kernel: 4.8 -> ~3 s to compile with the leftovers inlined too).
+# The same per-element helpers as calls, not inlined (``_rng1_`` for ``_rng_``: the Numba
+# renderer renames the call): a quad loop's few leftover elements call these, so a kernel
+# compiles the generator's code once, in its quads.
 _called = dict(cache=True, error_model="numpy")
 _rng1_uniform_f64 = njit(**_called)(_rng_uniform_f64.py_func)
 _rng1_uniform_f32 = njit(**_called)(_rng_uniform_f32.py_func)
