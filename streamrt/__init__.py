@@ -10,7 +10,8 @@ import math as _math
 import numpy as _np
 
 from . import config  # noqa: F401
-from .dtypes import bool_, float32, float64, int32, int64  # noqa: F401
+from .dtypes import (bool_, float32, float64, int8, int16, int32, int64, uint8,  # noqa: F401
+                     uint16, uint32, uint64)
 from .frontend.array import Array, broadcast_to as _bt  # noqa: F401
 from .frontend.creation import *  # noqa: F401,F403
 from .frontend.creation import __all__ as _creation_all
@@ -104,8 +105,8 @@ if config.settings.reference:
 
 __all__ = list(_creation_all) + list(_math_all) + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches", "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats",
-    "config", "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf",
-    "nan"]
+    "config", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "bool_", "newaxis", "pi", "e", "inf", "nan"]
 
 # ---- random numbers (streamrt/random.py) --------------------------------------------------------
 from . import random  # noqa: E402,F401

@@ -21,17 +21,19 @@ def asarray(obj, dtype=None, copy=None, **kw):
         if dtype is None or np.dtype(dtype) == obj.dtype:
             return obj if not copy else obj.copy()
         return obj.astype(dtype)
+    if dtype is not None:       # converted straight to ``dtype``, as NumPy's (exact for ints
+        return Array._wrap(const_port(obj, site, dtype))     # past 2**53 in a list)
     a = np.asarray(obj)
     if a.dtype.kind in "OUSV":
         raise record_error(DTypeError, f"dtype {a.dtype} is not supported by streamrt", site)
-    return Array._wrap(const_port(a, site, dtype))
+    return Array._wrap(const_port(a, site))
 
 
 def array(obj, dtype=None, copy=True, **kw):
     site = callsite()
     if isinstance(obj, Array):
         return obj.copy() if dtype is None else obj.astype(dtype)
-    return Array._wrap(const_port(np.asarray(obj), site, dtype))
+    return Array._wrap(const_port(obj if dtype is not None else np.asarray(obj), site, dtype))
 
 
 
