@@ -279,3 +279,17 @@ def test_namespace_exposes_the_integer_dtypes():
         assert getattr(ps, name) == np.dtype(name) and name in ps.__all__
         assert ps.zeros(2, dtype=getattr(ps, name)).dtype == np.dtype(name)
     assert ps.iinfo(ps.uint16).max == 65535
+
+
+def test_clip_with_python_int_bounds_beyond_the_dtype():
+    """NumPy 2: a bound beyond the dtype's range on the side it cannot clip clips nothing;
+    on the other side it raises (OverflowError)."""
+    u = np.array([3, 200, 0], np.uint8)
+    x = ps.asarray(u)
+    for lo, hi in ((-1, None), (None, 300), (-5, 7), (-1, 300), (2, 255)):
+        assert_same(ps.clip(x, lo, hi), np.clip(u, lo, hi), what=f"clip({lo}, {hi})")
+    for lo, hi in ((300, None), (None, -1)):
+        with pytest.raises(OverflowError):
+            np.clip(u, lo, hi)
+        with pytest.raises(ps.StreamrtOverflowError, match=_line()):
+            ps.clip(x, lo, hi)

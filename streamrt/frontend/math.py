@@ -120,6 +120,16 @@ def clip(a, a_min=None, a_max=None, out=None, **kw):
     site = callsite()
     if a_min is None and a_max is None:
         raise record_error(ArgumentError, "clip: one of a_min or a_max must be given", site)
+    if isinstance(a, Array) and D.is_int(a.dtype):
+        # NumPy 2: a Python int bound beyond the dtype's range on the side it cannot clip
+        # (uint8 with a_min=-1, a_max=300) clips nothing; on the other side it raises
+        lo, hi = D.INT_RANGE[a.dtype]
+        if type(a_min) is int and a_min < lo:
+            a_min = None
+        if type(a_max) is int and a_max > hi:
+            a_max = None
+        if a_min is None and a_max is None:
+            return _astype(a, a.dtype, site=site)
     r = a
     if a_min is not None:
         r = record_map("maximum", r, a_min, site=site)
