@@ -58,7 +58,6 @@ def is_int(d: np.dtype) -> bool:
 _WEAK = {"b": True, "i": 1, "f": 1.0, "c": 1j}
 
 
-
 def u64_bits(v) -> int:
     """An unsigned integer as the Python int an int64 kernel parameter carries: its 64-bit
     pattern read as signed (a uint64 above 2**63 - 1 does not fit int64; the kernel's
