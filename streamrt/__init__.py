@@ -11,7 +11,8 @@ import math as _math
 import numpy as _np
 
 from .core import config, hooks
-from .core.dtypes import bool_, complex64, complex128, float32, float64, int32, int64  # noqa: F401
+from .core.dtypes import (bool_, complex64, complex128, float32, float64, int8,  # noqa: F401
+                          int16, int32, int64, uint8, uint16, uint32, uint64)
 from .core.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
                           LinAlgError, MacroError, ShapeError, StreamrtAxisError, StreamrtError,
                           StreamrtIndexError, StreamrtOverflowError, callsite)
@@ -128,7 +129,8 @@ if config.settings.reference:       # STREAMRT_REFERENCE
 __all__ = list(_creation_all) + list(_math_all) + list(_shape_mod.__all__) + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches",
     "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats", "config",
-    "float32", "float64", "int32", "int64", "bool_", "newaxis", "pi", "e", "inf", "nan",
+    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool_", "newaxis", "pi", "e", "inf", "nan",
     "random", "fft", "linalg", "complex64", "complex128", "LinAlgError", "argsort", "convolve",
     "correlate", "cumprod", "cumsum", "einsum", "inner", "outer", "sort", "tensordot", "vecdot",
     "trace", "matrix_transpose", "StreamrtIndexError"]

@@ -236,9 +236,9 @@ class Generator:
             dt = np.dtype(dtype)
         except TypeError:
             dt = None
-        if dt not in (D.int64, D.int32, D.bool_):
-            raise record_error(DTypeError, f"integers: unsupported dtype {dtype!r} (int64, "
-                               "int32 or bool)", site)
+        if dt not in D.INTS and dt != D.bool_:
+            raise record_error(DTypeError, f"integers: unsupported dtype {dtype!r} (an "
+                               "integer dtype or bool)", site)
         hi = high if endpoint else high - 1
         if hi < low:
             raise record_error(ValueError, f"integers: low >= high ({low} >= {high})"

@@ -110,7 +110,7 @@ def _reductions(dt):
             out.append(getattr(ps, name)(x, axis=ax))
         if not name.startswith("arg"):
             out.append(getattr(ps, name)(x, axis=(0, 2)))
-    out.append(ps.sum(ps.sqrt(ps.abs(x) + 1), axis=1))      # fused producers
+    out.append(ps.sum(ps.sqrt(ps.abs(x) + 1.0), axis=1))    # fused producers
     return out
 
 

@@ -286,8 +286,9 @@ def scalar_value(p):
 
 def kernel_scalar(p):
     """A scalar port's value as a Numba kernel receives it: the Python number of its dtype's
-    kind (``dtypes.PY_NUMBER``: float, complex, int or bool), which the kernel casts to the
-    dtype (render_numba.scalar_params). (A Python int too large for int64 under a float dtype
+    kind (``dtypes.PY_NUMBER``: float, complex, int or bool; an unsigned integer as its 64-bit
+    pattern in an int, ``dtypes.u64_bits``), which the kernel casts to the dtype
+    (render_numba.scalar_params). (A Python int too large for int64 under a float dtype
     arrives as the float it converts to; integer dtypes' values are range-checked when
     recorded.)"""
     v = p.scalar

@@ -37,10 +37,21 @@ from ..compiler.kernel import Src, index_table, reduce_params, terms
 LMAX = 256          # local-memory size of the tree reduction (the largest work-group used)
 
 _SUFFIX = {np.dtype(np.bool_): "b", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
-           np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+           np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+           np.dtype(np.int8): "i8", np.dtype(np.int16): "i16", np.dtype(np.uint8): "u8",
+           np.dtype(np.uint16): "u16", np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64"}
 _CT = {"b": "bool", "i32": "i32", "i64": "i64", "f32": "float", "f64": "double"}
 _ST = {"b": "u8", "i32": "i32", "i64": "i64", "f32": "float", "f64": "double"}
-_UT = {"i32": "u32", "i64": "u64", "b": "u8"}
+for _s in ("i8", "i16", "u8", "u16", "u32", "u64"):
+    _CT[_s] = _ST[_s] = _s
+# the unsigned type integer arithmetic wraps in: the operand's own width from 32 bits up;
+# u32 below (C promotes 8- and 16-bit operands to int, whose overflow -- 65535 * 65535 -- is
+# undefined: unsigned int arithmetic wraps, and the cast back keeps the low bits)
+_UT = {"i32": "u32", "i64": "u64", "b": "u8", "i8": "u32", "i16": "u32", "u8": "u32",
+       "u16": "u32", "u32": "u32", "u64": "u64"}
+# the small integer types the preludes do not define: typedefs (Dialect.small_int_types) added
+# to a kernel that uses one
+_EXTRA_RE = re.compile(r"\b(i8|i16|u16)\b")
 
 
 def _sfx(dt):
@@ -76,15 +87,24 @@ class Dialect:
     float_suffix = ""               # of single-precision math functions (CUDA: ``expf``)
     exact_mul = "((a) * (b))"       # a double product never contracted into an FMA (RNG)
     rng_prefix = ""                 # before the RNG helpers (OpenCL: FP_CONTRACT OFF)
+    small_int_types: dict = {}      # i8, i16, u16 -> the C type a kernel using it typedefs
+    u8_typedef = ""                 # the prelude's u8 typedef line (the others follow it)
     code_for_op: dict = {}          # op name -> template(dialect, loop dtype, args): C_OPS
 
     def fn(self, base, dt):
         """Name of C math function ``base`` for dtype ``dt``."""
         return base + self.float_suffix if np.dtype(dt) == D.float32 else base
 
-    def header(self, fp64):
-        """The prelude (``fp64``: the kernel uses double precision)."""
-        return (self.fp64_pragma if fp64 else "") + self.prelude
+    def header(self, fp64, code=""):
+        """The prelude (``fp64``: the kernel uses double precision), with the typedefs of the
+        small integer types ``code`` uses (only then: other kernels' sources stay as they
+        were)."""
+        base = self.prelude
+        used = sorted(set(_EXTRA_RE.findall(code)), key=("i8", "i16", "u16").index)
+        if used:
+            extra = "".join(f"typedef {self.small_int_types[t]} {t};\n" for t in used)
+            base = base.replace(self.u8_typedef, self.u8_typedef + extra)
+        return (self.fp64_pragma if fp64 else "") + base
 
 
 def lit(x, dt):
@@ -102,7 +122,9 @@ def lit(x, dt):
         return f"{s}f" if dt == D.float32 else s
     x = int(x)
     info = np.iinfo(dt)
-    if x == info.min:
+    if dt.kind == "u":
+        return f"(({vtype(dt)}){x}u)"       # (a uint64 past 2**63 fits no signed literal)
+    if x == info.min and dt.itemsize >= 4:
         return f"((i32)(-{-(x + 1)} - 1))" if dt == D.int32 else \
             f"(-(i64){-(x + 1)} - (i64)1)"
     return f"(({vtype(dt)}){x})"
@@ -179,13 +201,47 @@ _HELPERS = {
     return a >> b;
 }}""",
 }
-_HELPER_RE = re.compile(r"\bsr_(\w+?)_(b|i32|i64|f32|f64)\(")
+# the unsigned integers' versions (no negative operands: n // 0 == n % 0 == 0, 1 // n, shifts)
+_UHELPERS = {
+    "ifloordiv": """SR_FN {T} sr_ifloordiv_{s}({T} a, {T} b) {{
+    if (b == 0) return 0;
+    return a / b;
+}}""",
+    "imod": """SR_FN {T} sr_imod_{s}({T} a, {T} b) {{
+    if (b == 0) return 0;
+    return a % b;
+}}""",
+    "ipow": """SR_FN {T} sr_ipow_{s}({T} a, {T} b) {{
+    {U} r = 1;
+    {U} base = ({U})a;
+    {T} e = b;
+    while (e > 0) {{
+        if (e & 1) r = r * base;
+        base = base * base;
+        e >>= 1;
+    }}
+    return ({T})r;
+}}""",
+    "irecip": """SR_FN {T} sr_irecip_{s}({T} a) {{
+    return a == 1 ? ({T})1 : ({T})0;
+}}""",
+    "shl": """SR_FN {T} sr_shl_{s}({T} a, {T} b) {{
+    if (b >= {BITS}) return 0;
+    return ({T})(({U})a << b);
+}}""",
+    "shr": """SR_FN {T} sr_shr_{s}({T} a, {T} b) {{
+    if (b >= {BITS}) return 0;
+    return ({T})(a >> b);
+}}""",
+}
+_HELPER_RE = re.compile(r"\bsr_(\w+?)_(b|i8|i16|i32|i64|u8|u16|u32|u64|f32|f64)\(")
 
 
 def helper_source(name, s, dialect):
     dt = {v: k for k, v in _SUFFIX.items()}[s]
     T = _CT[s]
-    return _HELPERS[name].format(
+    tmpl = _UHELPERS[name] if dt.kind == "u" else _HELPERS[name]
+    return tmpl.format(
         T=T, s=s, U=_UT.get(s, T), BITS=dt.itemsize * 8,
         NAN=lit(math.nan, dt) if D.is_float(dt) else "0",
         fmod=dialect.fn("fmod", dt), floor=dialect.fn("floor", dt),
@@ -243,8 +299,8 @@ C_OPS = {
     "power": _by(_h("ipow"), _math("pow")),
     "negative": _neg,
     "positive": lambda d, dt, a: f"({a[0]})",
-    "absolute": _by(lambda d, dt, a: f"(({a[0]}) < 0 ? {_neg(d, dt, a)} : ({a[0]}))",
-                    _math("fabs"), "({0})"),
+    "absolute": _by(lambda d, dt, a: f"({a[0]})" if dt.kind == "u" else
+                    f"(({a[0]}) < 0 ? {_neg(d, dt, a)} : ({a[0]}))", _math("fabs"), "({0})"),
     "square": lambda d, dt, a: _wrap2("*", "&&")(d, dt, (a[0], a[0])),
     "reciprocal": _by(_h("irecip"), lambda d, dt, a: f"({lit(1, dt)} / {a[0]})"),
     "sign": _by(lambda d, dt, a: f"(({vtype(dt)})(({a[0]} > 0) - ({a[0]} < 0)))", _h("fsign")),
@@ -619,7 +675,8 @@ def render(k, plan, dialect, fp64=True):
         helpers.insert(0, d.rng_prefix + rng)
     fp = "double" in code or any("double" in h for h in helpers)
     source = (f"// generated by streamrt.backends.c_render ({d.name}) -- do not edit\n"
-              + d.header(fp) + "\n" + "\n\n".join(helpers) + ("\n\n" if helpers else "")
+              + d.header(fp, code + "".join(helpers)) + "\n" + "\n\n".join(helpers)
+              + ("\n\n" if helpers else "")
               + code)
     return source, fn, np.array(tbl, dtype=np.int64), partial_spec
 

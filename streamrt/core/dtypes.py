@@ -6,29 +6,45 @@ import functools
 import numpy as np
 
 bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
 int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
-SUPPORTED = (bool_, int32, int64, float32, float64, complex64, complex128)
+INTS = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+SUPPORTED = (bool_, *INTS, float32, float64, complex64, complex128)
 SUPPORTED_SET = frozenset(SUPPORTED)
-# Dtypes NumPy may hand us that we map onto a supported one on the way in.
-_WIDEN = {np.dtype(t): int64 for t in (np.int8, np.int16, np.uint8, np.uint16, np.uint32)}
-_WIDEN[np.dtype(np.float16)] = float32
+# (min, max) of every supported integer dtype: the range a Python int must fit to become one
+# (frontend/array.py's _IINFO, also read by the C record path)
+INT_RANGE = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in INTS}
+
+
+class UnsupportedDType(TypeError):
+    """A dtype streamrt cannot compute in (raised by :func:`canonical`; the frontend reports
+    it as a DTypeError at the user's line). Nothing is ever widened in its place: a result
+    in another dtype than NumPy's would be a silently different answer."""
 
 
 def canonical(dt) -> np.dtype:
-    """The supported dtype for ``dt`` or a TypeError (raised by the frontend with the call site)."""
+    """``dt`` as a NumPy dtype if streamrt computes in it, else an :class:`UnsupportedDType`
+    (no dtype is replaced by another: float16 is refused, not computed as float32)."""
     d = np.dtype(dt)
     if d in SUPPORTED_SET:
         return d
-    if d in _WIDEN:
-        return _WIDEN[d]
-    raise TypeError(f"dtype {d} is not supported by streamrt (supported: "
-                    f"{', '.join(str(s) for s in SUPPORTED)})")
+    if d == np.float16:
+        raise UnsupportedDType(
+            "dtype float16 is not supported by streamrt (its kernels cannot compute float16 "
+            "exactly as NumPy does); use float32: .astype(np.float32)")
+    raise UnsupportedDType(f"dtype {d} is not supported by streamrt (supported: "
+                           f"{', '.join(str(s) for s in SUPPORTED)})")
 
 
 def is_float(d: np.dtype) -> bool:
@@ -41,10 +57,21 @@ def is_int(d: np.dtype) -> bool:
 
 _WEAK = {"b": True, "i": 1, "f": 1.0, "c": 1j}
 
-# The Python number type of a dtype kind (or of a Python scalar's kind, scalar_kind), and the
-# dtype Numba gives that number: how a kernel's scalar parameter travels (executors/base.py
-# ``kernel_scalar``) and the dtype its prologue casts from (proggen/render_numba.py).
-PY_NUMBER = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+def u64_bits(v) -> int:
+    """An unsigned integer as the Python int an int64 kernel parameter carries: its 64-bit
+    pattern read as signed (a uint64 above 2**63 - 1 does not fit int64; the kernel's
+    ``np.uint64(sc)`` turns the pattern back into the value, and ``np.uint8(sc)`` etc. the
+    smaller ones, which pass unchanged)."""
+    v = int(v) & 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+# The Python number type of a dtype kind (or of a Python scalar's kind, scalar_kind) -- for the
+# unsigned kind the function giving it, u64_bits -- and the dtype Numba gives that number: how
+# a kernel's scalar parameter travels (executors/base.py ``kernel_scalar``) and the dtype its
+# prologue casts from (proggen/render_numba.py).
+PY_NUMBER = {"b": bool, "i": int, "u": u64_bits, "f": float, "c": complex}
 PY_NUMBER_DTYPE = {"b": bool_, "i": int64, "u": int64, "f": float64, "c": complex128}
 
 

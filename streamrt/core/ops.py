@@ -55,10 +55,15 @@ def _dt(d: np.dtype) -> str:
     return "np.bool_" if d == D.bool_ else f"np.{d.name}"
 
 
-def by_dtype(int_t, float_t, bool_t=None):
+def by_dtype(int_t, float_t, bool_t=None, uint_t=None):
+    """A template by the loop dtype's kind; ``uint_t``: the unsigned integers' (default
+    ``int_t``), whose helpers compute in uint64 -- Numba mixes uint64 with an int64 value or
+    literal into float64 (executors/cpu_lib.py)."""
     def render(dt, a):
         if dt == D.bool_ and bool_t is not None:
             return bool_t.format(*a)
+        if dt.kind == "u" and uint_t is not None:
+            return uint_t.format(*a)
         return (float_t if dt.kind in "fc" else int_t).format(*a)
     return render
 
@@ -68,15 +73,17 @@ _op("add", "map", 2, by_dtype("({0} + {1})", "({0} + {1})", "({0} or {1})"))
 _op("subtract", "map", 2, "({0} - {1})")
 _op("multiply", "map", 2, by_dtype("({0} * {1})", "({0} * {1})", "({0} and {1})"))
 _op("divide", "map", 2, "({0} / {1})", ufunc="divide", ref=np.true_divide, aliases=("true_divide",))
-_op("floor_divide", "map", 2, by_dtype("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})"))
-_op("remainder", "map", 2, by_dtype("_imod({0}, {1})", "_fmod({0}, {1})"), aliases=("mod",))
-_op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})"), cost=20, float_tol=True,
-    aliases=("pow",))
+_op("floor_divide", "map", 2, by_dtype("_ifloordiv({0}, {1})", "_ffloordiv({0}, {1})",
+                                      uint_t="_ufloordiv({0}, {1})"))
+_op("remainder", "map", 2, by_dtype("_imod({0}, {1})", "_fmod({0}, {1})",
+                                    uint_t="_umod({0}, {1})"), aliases=("mod",))
+_op("power", "map", 2, by_dtype("_ipow({0}, {1})", "({0} ** {1})", uint_t="_upow({0}, {1})"),
+    cost=20, float_tol=True, aliases=("pow",))
 _op("negative", "map", 1, "(-{0})")
 _op("positive", "map", 1, "({0})")
 _op("absolute", "map", 1, by_dtype("abs({0})", "abs({0})", "({0})"), aliases=("abs",), loop="in")
 _op("square", "map", 1, by_dtype("({0} * {0})", "({0} * {0})", "({0} and {0})"))
-_op("reciprocal", "map", 1, by_dtype("_irecip({0})", "(1.0 / {0})"))
+_op("reciprocal", "map", 1, by_dtype("_irecip({0})", "(1.0 / {0})", uint_t="_urecip({0})"))
 _op("sign", "map", 1, by_dtype("_isign({0})", "_fsign({0})"))
 # ---- comparisons (loop over the promoted input dtype, result bool) ---------------------------
 for _n, _s in (("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal", "<="),
@@ -91,9 +98,11 @@ _op("bitwise_and", "map", 2, "({0} & {1})")
 _op("bitwise_or", "map", 2, "({0} | {1})")
 _op("bitwise_xor", "map", 2, "({0} ^ {1})")
 _op("invert", "map", 1, by_dtype("(~{0})", "(~{0})", "(not {0})"), aliases=("bitwise_not", "bitwise_invert"))
-_op("left_shift", "map", 2, lambda dt, a: f"_shl({a[0]}, {a[1]}, {dt.itemsize * 8})",
+_op("left_shift", "map", 2,
+    lambda dt, a: f"_{'u' if dt.kind == 'u' else ''}shl({a[0]}, {a[1]}, {dt.itemsize * 8})",
     aliases=("bitwise_left_shift",))
-_op("right_shift", "map", 2, lambda dt, a: f"_shr({a[0]}, {a[1]}, {dt.itemsize * 8})",
+_op("right_shift", "map", 2,
+    lambda dt, a: f"_{'u' if dt.kind == 'u' else ''}shr({a[0]}, {a[1]}, {dt.itemsize * 8})",
     aliases=("bitwise_right_shift",))
 # ---- selection ----------------------------------------------------------------------------
 _op("maximum", "map", 2, "({0} if ({0} >= {1} or {0} != {0}) else {1})")
@@ -180,7 +189,9 @@ def _part_dtypes(angle=False):
         if d.kind == "c":
             return np.dtype(d.char.lower()), d
         if angle:
-            f = D.float32 if d == D.float32 else D.float64
+            # np.angle of a real array is arctan2(0, x): NumPy's dtype for it (float16 for
+            # int8/uint8: refused by canonical, as everywhere)
+            f = D.ufunc_result("arctan2", ["i", d])
             return f, f
         return d, d
     return rule
@@ -292,7 +303,7 @@ def map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
             r = e
         _MAP_DT[key] = r
     if isinstance(r, Exception):
-        raise TypeError(str(r))
+        raise type(r)(str(r))         # (a fresh one: a raised exception keeps its traceback)
     return r
 
 
@@ -308,6 +319,22 @@ def _map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
             operands[0] if isinstance(operands[0], np.dtype) else D.default_dtype(operands[0]))
         return out, loop
     return out, out
+
+
+COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def signed_vs_uint64(name, operands) -> bool:
+    """Whether comparison ``name`` is between a signed integer dtype and uint64. NumPy
+    compares those exactly (its int64/uint64 loops); their common dtype, float64, would not
+    (``2**63 > 2**63 - 1`` is False in float64). The frontend records such a comparison as a
+    sign test and a uint64 comparison instead (frontend/array.py ``_compare_signed_u64``),
+    and never memoises it as one op."""
+    if name not in COMPARISONS or len(operands) != 2:
+        return False
+    a, b = operands
+    return (isinstance(a, np.dtype) and isinstance(b, np.dtype)
+            and ((a == D.uint64 and b.kind == "i") or (b == D.uint64 and a.kind == "i")))
 
 
 UFUNC_TO_OP = {}

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..core import dtypes as D, hooks, stats
 from ..core.config import settings
-from ..core.ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
+from ..core.ops import (OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
+                        reduction_dtypes, signed_vs_uint64)
 from ..core.ir import DONE, Port, c_strides
 from ..core.errors import (_INTERNAL, AbortError, ArgumentError, CallSite, DTypeError,
                            FallbackError, NotLazyError, ShapeError, StreamrtAxisError,
@@ -80,10 +81,17 @@ def canonical_dtype(dtype, site):
 
 
 def host_copy(data, site, dtype=None):
-    """A C-ordered copy of array-like ``data`` in its (or ``dtype``'s) canonical dtype."""
-    a = np.asarray(data)
-    dt = canonical_dtype(dtype if dtype is not None else a.dtype, site)
-    return np.array(a, dtype=dt, order="C", copy=True)
+    """A C-ordered copy of array-like ``data`` in its own dtype or ``dtype`` (NumPy's
+    conversion: a Python int that does not fit ``dtype`` raises, at the user's line); a dtype
+    streamrt does not compute in raises DTypeError, it is never replaced by another."""
+    if dtype is None:
+        a = np.asarray(data)
+        return np.array(a, dtype=canonical_dtype(a.dtype, site), order="C", copy=True)
+    dt = canonical_dtype(dtype, site)
+    try:
+        return np.array(data, dtype=dt, order="C", copy=True)
+    except OverflowError as e:
+        raise record_error(StreamrtOverflowError, str(e), site) from None
 
 
 def const_port(data, site=None, dtype=None):
@@ -96,7 +104,7 @@ def const_port(data, site=None, dtype=None):
 
 def _scalar_port(v, site):
     if isinstance(v, np.generic):
-        dt = D.canonical(v.dtype)
+        dt = canonical_dtype(v.dtype, site)
         return Port("scalar", "scalar", dt, (), params=("strong",), scalar=v.item(), site=site)
     k = D.scalar_kind(v)
     return Port("scalar", "scalar", D.default_dtype(k), (), params=("weak", k), scalar=v,
@@ -152,12 +160,18 @@ def record_map(name, *args, site=None):
         raise record_error(ArgumentError, f"{name}() takes {op.arity} array arguments, "
                            f"got {len(args)}", site)
     ports = [operand(a, site) for a in args]
+    kinds = _kinds(ports)
     try:
-        out_dt, loop_dt = map_dtypes(op, _kinds(ports))
+        out_dt, loop_dt = map_dtypes(op, kinds)
     except TypeError as e:
         tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float', c='complex')[k]}"
-                        for k in _kinds(ports))
+                        for k in kinds)
+        if isinstance(e, D.UnsupportedDType):     # NumPy's result dtype (float16): no kernel
+            raise record_error(DTypeError, f"{name}({tys}) gives a dtype streamrt does not "
+                               f"compute in: {e}", site) from None
         raise record_error(DTypeError, f"{name} is not defined for ({tys}): {e}", site) from None
+    if signed_vs_uint64(name, kinds):
+        return _compare_signed_u64(name, ports, site)
     shapes = tuple([p.shape for p in ports if p.kind != "scalar"])
     try:
         shape = _broadcast(shapes)
@@ -190,6 +204,24 @@ def record_map(name, *args, site=None):
     return _enqueue(port)
 
 
+def _compare_signed_u64(name, ports, site):
+    """Comparison ``name`` of a signed integer and a uint64 operand, exact as NumPy's (not in
+    their common dtype float64): where the signed value is negative the answer is known
+    (less/less_equal/not_equal true with it on the left, greater/greater_equal/not_equal
+    with it on the right); elsewhere it compares as uint64. Four ops, fused."""
+    args = [p.dtype.type(p.scalar) if p.kind == "scalar" else _wrap(p) for p in ports]
+    left = ports[0].dtype.kind == "i"
+    s = args[0 if left else 1]
+    su = astype(s, D.uint64, site=site)
+    cmp = record_map(name, su, args[1], site=site) if left else \
+        record_map(name, args[0], su, site=site)
+    if name in (("less", "less_equal", "not_equal") if left else
+                ("greater", "greater_equal", "not_equal")):
+        return record_map("bitwise_or", record_map("less", s, 0, site=site), cmp, site=site)
+    return record_map("bitwise_and", record_map("greater_equal", s, 0, site=site), cmp,
+                      site=site)
+
+
 _UFAST: dict = {}      # (op, operand dtype) -> (out, loop dtypes), filled by record_map
 
 
@@ -218,7 +250,10 @@ def astype(x, dtype, site=None):
     dt = canonical_dtype(dtype, site)
     p = operand(x, site)
     if p.kind == "scalar":
-        return Array._wrap(const_port(np.asarray(p.scalar, dtype=dt), site))
+        # (a cast: wraps as NumPy's astype does -- np.int64(-1) -> uint64 is 2**64 - 1)
+        v = p.scalar if p.params[0] == "weak" else p.dtype.type(p.scalar)
+        with np.errstate(all="ignore"):
+            return Array._wrap(const_port(np.asarray(v).astype(dt), site))
     port = Port("map", "astype", dt, p.shape, (p,), (), site, loop_dtype=dt)
     return _enqueue(port)
 
@@ -319,6 +354,16 @@ def _const(v, dt):
     return np.asarray(v).astype(dt)
 
 
+def _initial(v, dt, site):
+    """``initial=`` in a reduction's dtype: a Python int must fit it, as NumPy requires."""
+    if type(v) is int and dt in D.INT_RANGE:
+        lo, hi = D.INT_RANGE[dt]
+        if not lo <= v <= hi:
+            raise record_error(StreamrtOverflowError, f"Python integer {v} out of bounds for "
+                               f"{dt}", site)
+    return _const(v, dt)
+
+
 def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
     """A reduction with NumPy's ``initial=`` and ``where=``: masked-out elements are replaced
     by a value that leaves the result unchanged (``initial`` for max/min, which NumPy
@@ -340,7 +385,7 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
                 raise record_error(ValueError, f"reduction operation '{npname}' does not have "
                                    "an identity, so to use a where mask one has to specify "
                                    "'initial'", site)
-            fill = _const(initial, x.dtype)
+            fill = _initial(initial, x.dtype, site)
         else:
             fill = _const(_NEUTRAL[name], x.dtype)
         xm = record_map("where", m, x, fill, site=site)
@@ -360,10 +405,10 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
             reduction_dtypes(name, x.dtype)[0]
         shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims \
             else tuple(n for i, n in enumerate(x.shape) if i not in axes)
-        return Array._wrap(operand(np.full(shape, _const(initial, out_dt)), site))
+        return Array._wrap(operand(np.full(shape, _initial(initial, out_dt, site)), site))
     r = record_reduce(name, x, axis, keepdims, dtype, site=site)
     if initial is not _NoValue:
-        r = record_map(_COMBINE[name], r, _const(initial, r.dtype), site=site)
+        r = record_map(_COMBINE[name], r, _initial(initial, r.dtype, site), site=site)
     return r
 
 
@@ -947,7 +992,9 @@ def _wrap(port):
 
 
 Array._wrap = staticmethod(_wrap)
-_IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
+# the range of every integer dtype a Python int operand may take (the C record path reads it
+# too: a loop dtype missing here would let an out-of-range int through unchecked)
+_IINFO = dict(D.INT_RANGE)
 
 
 def _binop(name, reflected=False):
@@ -1005,7 +1052,8 @@ def _binop(name, reflected=False):
                     and other._port.shape and self._port.shape):
                 try:
                     a, b = (k, self._port.dtype) if reflected else (self._port.dtype, k)
-                    _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
+                    if not signed_vs_uint64(name, (a, b)):     # (recorded as four ops)
+                        _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
                 except TypeError:
                     pass
         return r

@@ -6,6 +6,8 @@ from ..c_render import Dialect
 
 class CUDA(Dialect):
     name = "cuda"
+    small_int_types = {"i8": "signed char", "i16": "short", "u16": "unsigned short"}
+    u8_typedef = "typedef unsigned char u8;\n"
     prelude = """\
 typedef long long i64;
 typedef unsigned long long u64;

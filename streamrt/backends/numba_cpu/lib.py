@@ -1,12 +1,21 @@
 """Scalar helpers that generated Numba kernels call where NumPy's semantics need more than one
-expression (integer division by zero, floor-mod signs, shifts past the width)."""
+expression (integer division by zero, floor-mod signs, shifts past the width).
+
+Integer helpers take both operands in the op's loop dtype and may return a wider integer: the
+kernel casts the result to the op's dtype, which wraps exactly as NumPy's fixed-width
+arithmetic (Numba computes int8/int16/int32 in int64, the unsigned ones in uint64; both wrap
+modulo 2**64, and the low bits are what a narrower dtype keeps). Signed helpers (``_i*``,
+``_shl``, ``_shr``) work in int64; the unsigned ones (``_u*``) work in uint64 with uint64
+constants only -- Numba turns uint64 mixed with an int64 value into float64, which would
+round values above 2**53."""
 import math
 
 import numpy as np
 from numba import njit
 
 __all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
-           "_shl", "_shr", "_erf_libm"]
+           "_shl", "_shr", "_erf_libm", "_ufloordiv", "_umod", "_upow", "_urecip", "_ushl",
+           "_ushr"]
 
 from .rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
 from .rng import __all__ as _rng_all  # noqa: E402
@@ -120,3 +129,62 @@ def _shr(a, b, bits):
     if b < 0 or b >= bits:
         return (a - a - 1) if a < 0 else a - a
     return a >> b
+
+
+# ---- unsigned integers: everything in uint64 (see the module docstring) ----------------------
+@njit(inline="always", cache=True, error_model="numpy")
+def _ufloordiv(a, b):
+    x = np.uint64(a)
+    y = np.uint64(b)
+    if y == x - x:
+        return x - x            # NumPy: n // 0 == 0
+    return x // y
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _umod(a, b):
+    x = np.uint64(a)
+    y = np.uint64(b)
+    if y == x - x:
+        return x - x            # NumPy: n % 0 == 0
+    return x % y
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _upow(a, b):
+    base = np.uint64(a)
+    e = np.uint64(b)
+    one = np.uint64(1)
+    zero = e - e
+    r = one
+    while e != zero:
+        if (e & one) != zero:
+            r = r * base
+        base = base * base
+        e = e >> one
+    return r
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _urecip(a):
+    x = np.uint64(a)
+    one = np.uint64(1)
+    return one if x == one else x - x      # NumPy: 1 // x, and 0 for x == 0
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ushl(a, b, bits):
+    x = np.uint64(a)
+    y = np.uint64(b)
+    if y >= np.uint64(bits):
+        return x - x
+    return x << y
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ushr(a, b, bits):
+    x = np.uint64(a)
+    y = np.uint64(b)
+    if y >= np.uint64(bits):
+        return x - x
+    return x >> y

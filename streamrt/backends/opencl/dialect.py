@@ -6,6 +6,8 @@ from ..c_render import Dialect
 
 class OpenCL(Dialect):
     name = "opencl"
+    small_int_types = {"i8": "char", "i16": "short", "u16": "ushort"}
+    u8_typedef = "typedef uchar u8;\n"
     prelude = """\
 typedef long i64;
 typedef ulong u64;

@@ -17,9 +17,10 @@ from ...backends import numba_cpu
 from . import handlers, reference
 
 # |optimised - reference| <= |reference * scale| + atol, per dtype kind/name
-TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "int32": (0, 0),
-              "int64": (0, 0), "bool": (0, 0), "complex64": (1e-5, 1e-6),
-              "complex128": (1e-12, 1e-14)}
+TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14), "bool": (0, 0),
+              "complex64": (1e-5, 1e-6), "complex128": (1e-12, 1e-14)}
+TOLERANCES.update({n: (0, 0) for n in ("int8", "int16", "int32", "int64", "uint8", "uint16",
+                                        "uint32", "uint64")})     # integers: exact
 LOG: list = []          # mismatches when the action is "log"
 
 
