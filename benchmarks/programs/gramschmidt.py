@@ -1,0 +1,26 @@
+"""PolyBench gramschmidt: QR decomposition by modified Gram-Schmidt, column by column."""
+
+from ._common import grid
+
+NAME = "gramschmidt"
+SIZES = {"small": {"m": 200, "n": 240}, "large": {"m": 500, "n": 600}}
+
+
+def inputs(size):
+    m, n = SIZES[size]["m"], SIZES[size]["n"]
+    i, j = grid(m, n)
+    return ((((i * j) % m) / m) * 100 + 10,)
+
+
+def kernel(np, A):
+    A = A.copy()
+    m, n = A.shape
+    Q = np.zeros((m, n))
+    R = np.zeros((n, n))
+    for k in range(n):
+        nrm = A[:, k] @ A[:, k]
+        R[k, k] = np.sqrt(nrm)
+        Q[:, k] = A[:, k] / R[k, k]
+        R[k, k + 1:] = Q[:, k] @ A[:, k + 1:]
+        A[:, k + 1:] -= np.outer(Q[:, k], R[k, k + 1:])
+    return A, R, Q
