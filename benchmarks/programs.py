@@ -195,10 +195,12 @@ def check(path, want):
         if not ok:
             with numpy.errstate(all="ignore"):
                 diff = numpy.abs(g.astype(numpy.float64) - w.astype(numpy.float64))
-                where = numpy.unravel_index(numpy.nanargmax(diff), diff.shape) if diff.size \
-                    else ()
-            return (f"result {k}: max |diff| {float(numpy.nanmax(diff)):.3g} at {where} "
-                    f"(got {g[where]!r}, expected {w[where]!r})"), notes
+            diff[numpy.isnan(diff)] = numpy.inf          # NaN on one side only
+            where = tuple(int(x) for x in numpy.unravel_index(numpy.argmax(diff), diff.shape))
+            bad = int(numpy.count_nonzero(~numpy.isclose(g, w, *tolerance(w.dtype))))
+            return (f"result {k}: {bad} of {w.size} elements differ, max |diff| "
+                    f"{diff[where]:.3g} at {where} (got {g[where].item()!r}, expected "
+                    f"{w[where].item()!r})"), notes
     return None, notes
 
 
@@ -269,10 +271,7 @@ def geomean(values):
 
 def table(records, libs):
     index = {(r["program"], r["size"], r["lib"]): r for r in records}
-    rows = sorted({(r["program"], r["size"]) for r in records},
-                  key=lambda ps: (MODULES.index(next(r["module"] for r in records
-                                                     if r["program"] == ps[0])),
-                                  SIZES.index(ps[1])))
+    rows = list(dict.fromkeys((r["program"], r["size"]) for r in records))   # run order
     others = [lib for lib in libs if lib != "numpy"]
     head = ["program", "size", "numpy first", "numpy warm"]
     for lib in others:
