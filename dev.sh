@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One entry point for set-up and the two jobs: `./dev.sh demo` and `./dev.sh test`.
 # Creates .venv on first use and installs streamrt (editable) with its test extras; the C
-# record path (streamrt/_native.c) is built with it and rebuilt when its source changes.
+# record path (streamrt/frontend/_native.c) is built with it and rebuilt when its source changes.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, pytest, hypothesis, numexpr, scipy, array_api_strict, distributed, pyopencl" 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, pytest, hypothesis, numexpr, scipy, array_api_strict, distributed, pyopencl, importlinter" 2>/dev/null; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   .venv/bin/python -m pip install -q -e ".[test]"
@@ -19,8 +19,8 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, p
   rm -rf "$probe_dir"
 fi
 # the C extension, built in place (an editable install): again when its source is newer
-so=$(ls streamrt/_native*.so 2>/dev/null | head -n 1 || true)
-if [ -z "$so" ] || [ streamrt/_native.c -nt "$so" ]; then
+so=$(ls streamrt/frontend/_native*.so 2>/dev/null | head -n 1 || true)
+if [ -z "$so" ] || [ streamrt/frontend/_native.c -nt "$so" ]; then
   .venv/bin/python setup.py -q build_ext --inplace >/dev/null 2>&1 \
     || echo "dev.sh: the C record path did not build; streamrt records in Python" >&2
 fi

@@ -24,7 +24,7 @@ repeatable on a noisy machine, where timings drift 30-50%) of the small-array lo
 a scalar read every 10 -- recorded by the C path and by the Python path
 (``STREAMRT_NATIVE=0``), and of the recording alone (the same loop without reads: one
 2,200-op trace, itself cached by the runs before). Counted inside
-``streamrt._native.measured`` (``--toggle-collect``). Under valgrind Numba compiles for the
+``streamrt.frontend._native.measured`` (``--toggle-collect``). Under valgrind Numba compiles for the
 CPU valgrind emulates (no AVX-512): the kernels' share is not the real one.
 
 Every figure is the median of >= 5 repetitions. Kernels are cached under a fresh temporary
@@ -48,7 +48,7 @@ os.environ["STREAMRT_CACHE_DIR"] = CACHE
 import numpy as np  # noqa: E402
 
 import streamrt as ps  # noqa: E402
-from streamrt.scheduler import cscheduler  # noqa: E402
+from streamrt.runtime import cscheduler  # noqa: E402
 
 N = 1000
 REPEATS = 7
@@ -270,7 +270,7 @@ def bench_no_repetition():
 
 _CG_CHILD = """
 import sys, numpy as np, streamrt as ps
-from streamrt import _native
+from streamrt.frontend import _native
 def body(u, v):
     u2 = u + 0.01 * (v - u) * (1.0 - u)
     v2 = v * 0.99 + 0.01 * ps.sqrt(u2 * u2 + 1.0)

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from numba import njit, prange  # noqa: E402
 
-from streamrt import ops  # noqa: E402
-from streamrt.executors import vecmath as V  # noqa: E402
+from streamrt.core import ops  # noqa: E402
+from streamrt.backends.numba_cpu import vecmath as V  # noqa: E402
 
 # input ranges where each function is interesting (and finite)
 RANGES = {"exp": (-80, 80), "exp2": (-120, 120), "expm1": (-5, 5), "log": (1e-30, 1e30),

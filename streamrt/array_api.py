@@ -4,8 +4,9 @@
 streamrt's own (lazy and fused); the differences from streamrt's NumPy-style namespace are the
 standard's signatures (``concat``, ``permute_dims``, ``squeeze(x, axis)``,
 ``std(correction=)``, keyword ``device=``) and its rules (``astype`` never changes the
-device, ``unique_*`` return named tuples). Dtypes: the five streamrt computes in (bool, int32,
-int64, float32, float64); no unsigned, int8/int16 or complex dtypes. Functions whose result
+device, ``unique_*`` return named tuples). Dtypes: bool, int8, int16, int32, int64, uint8,
+uint16, uint32, uint64, float32, float64 (streamrt's complex dtypes are accepted but not
+listed by ``__array_namespace_info__``). Functions whose result
 shape depends on the data (``nonzero``, ``unique_*``, ``searchsorted``) evaluate their input.
 Not provided: ``copysign``, ``signbit``, ``nextafter`` (no kernel op yet) and ``from_dlpack``."""
 from __future__ import annotations
@@ -16,23 +17,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import dtypes as D
-from .frontend import creation as _c
-from .frontend import linalg as _l
-from .frontend import math as _m
-from .frontend import shape as _s
+from .core import dtypes as D
+from .core.errors import ArgumentError, DTypeError, callsite, record_error
+from .frontend import creation as _c, linalg as _l, math as _m, shape as _s
 from .frontend.array import Array, astype as _astype, record_map, record_reduce
-from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
 
 __array_api_version__ = "2023.12"
 
 bool = D.bool_  # noqa: A001
-int32, int64, float32, float64 = D.int32, D.int64, D.float32, D.float64
+int8, int16, int32, int64 = D.int8, D.int16, D.int32, D.int64
+uint8, uint16, uint32, uint64 = D.uint8, D.uint16, D.uint32, D.uint64
+float32, float64 = D.float32, D.float64
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 newaxis = None
 
-_DTYPES = {"bool": bool, "int32": int32, "int64": int64, "float32": float32,
-           "float64": float64}
+_DTYPES = {"bool": bool, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+           "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+           "float32": float32, "float64": float64}
 
 
 def _dev(device, site=None):
@@ -50,7 +51,7 @@ def _dt(dtype, site=None):
         raise record_error(DTypeError, str(err), site or callsite()) from None
     if d not in D.SUPPORTED_SET:          # no silent widening in the standard's namespace
         raise record_error(DTypeError, f"dtype {d} is not in streamrt's Array API namespace "
-                           "(bool, int32, int64, float32, float64)", site or callsite())
+                           f"({', '.join(_DTYPES)})", site or callsite())
     return d
 
 
@@ -411,6 +412,12 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return _c.asarray(r.astype(np.int64))
 
 
+def _scan_dtype(d):
+    """The standard's default accumulation dtype: bool and signed integers the default
+    integer dtype, unsigned ones the unsigned integer of its width (uint64)."""
+    return np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
+
+
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     site = callsite()
     h = x.numpy()
@@ -419,8 +426,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
             raise record_error(ValueError, "cumulative_sum: axis is required for more than one "
                                "dimension", site)
         axis = 0
-    r = np.cumsum(h, axis=axis, dtype=_dt(dtype, site) or (np.int64 if h.dtype.kind in "bi"
-                                                             else h.dtype))
+    r = np.cumsum(h, axis=axis, dtype=_dt(dtype, site) or _scan_dtype(h.dtype))
     if include_initial:
         r = np.concatenate([np.zeros_like(np.take(r, [0], axis=axis)), r], axis=axis)
     return _c.asarray(r)
@@ -430,8 +436,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     site = callsite()
     h = x.numpy()
     axis = 0 if axis is None else axis
-    r = np.cumprod(h, axis=axis, dtype=_dt(dtype, site) or (np.int64 if h.dtype.kind in "bi"
-                                                              else h.dtype))
+    r = np.cumprod(h, axis=axis, dtype=_dt(dtype, site) or _scan_dtype(h.dtype))
     if include_initial:
         r = np.concatenate([np.ones_like(np.take(r, [0], axis=axis)), r], axis=axis)
     return _c.asarray(r)
@@ -517,9 +522,4 @@ def __array_namespace_info__():
 
 
 # ---- the Array side: x.device, x.to_device() (installed by streamrt/__init__.py) -----------
-def _to_device(self, device, /, *, stream=None):
-    _dev(device, callsite())
-    return self
-
-
 del _n

@@ -10,9 +10,10 @@ import functools
 
 import numpy as np
 
-from . import dtypes as D
+from .core import dtypes as D
+from .core.errors import (ArgumentError, DTypeError, ShapeError, callsite, record_error,
+                          StreamrtAxisError)
 from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out, twin_namespace
-from .frontend.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 from .frontend.linalg import _intrinsic, _port, _wrap
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "fftfreq",
@@ -40,7 +41,6 @@ def _check(name, p, norm, site):
 
 def _axis(name, axis, nd, site):
     if not isinstance(axis, (int, np.integer)) or not -nd <= axis < nd:
-        from .frontend.errors import StreamrtAxisError
         raise record_error(StreamrtAxisError, f"{name}: axis {axis} is out of bounds for array "
                            f"of dimension {nd}", site)
     return int(axis) % nd

@@ -14,14 +14,17 @@ import functools
 
 import numpy as np
 
-from . import dtypes as D
+from .core import dtypes as D
+from .core.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
+from .core.errors import StreamrtAxisError
 from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, finish_out, record_map,
                              twin_namespace,
                              record_reduce)
 from .frontend.array import reshape as _reshape
-from .frontend.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
 from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul,  # noqa: F401
                               matrix_transpose, outer, tensordot, trace, vecdot)
+from .frontend.linalg import _matmul
+from .frontend.array import transpose
 
 __all__ = ["solve", "inv", "det", "cholesky", "qr", "svdvals", "norm", "lu_factor", "lu_solve",
            "eigh", "eigvalsh", "svd", "slogdet", "pinv", "matrix_power", "multi_dot",
@@ -234,7 +237,6 @@ def matrix_power(a, n):
     """``a`` to the integer power ``n`` by repeated squaring (matmul intrinsics; n < 0:
     of the inverse)."""
     site = callsite()
-    from .frontend.linalg import _matmul
     pa = _port(a, site)
     _square(pa, site, "matrix_power")
     if not isinstance(n, (int, np.integer)):
@@ -258,7 +260,6 @@ def matrix_power(a, n):
 def multi_dot(arrays, *, out=None):
     """``arrays[0] @ arrays[1] @ ...`` (1-D first/last as in NumPy), left to right."""
     site = callsite()
-    from .frontend.linalg import _matmul
     if len(arrays) < 2:
         raise record_error(ArgumentError, "multi_dot: expecting at least two arrays", site)
     r = arrays[0]
@@ -386,7 +387,6 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 def _ax(a, nd, site):
     if not -nd <= int(a) < nd:
-        from .frontend.errors import StreamrtAxisError
         raise record_error(StreamrtAxisError, f"norm: axis {a} is out of bounds for array of "
                            f"dimension {nd}", site)
     return int(a) % nd
@@ -451,7 +451,6 @@ def _matrix_norm(X, ord, axes, site, rdt):
     if ord in (2, -2, "nuc"):
         nd = X.ndim
         rest = [i for i in range(nd) if i not in axes]
-        from .frontend.array import transpose
         M = transpose(X, tuple(rest) + (r0, c0), site=site)
         sv = _svdvals_at(M, site)
         if ord == 2:

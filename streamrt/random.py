@@ -19,11 +19,13 @@ import threading
 
 import numpy as np
 
-from . import dtypes as D
-from . import rngcore
-from .frontend.array import Array, _enqueue, const_port, finish_out, operand
-from .frontend.errors import ArgumentError, DTypeError, callsite, record_error
-from .scheduler.workqueue import Port, current_queue
+from .core import dtypes as D, rngcore
+from .core.errors import ArgumentError, DTypeError, callsite, record_error
+from .core.ir import Port
+from .runtime.workqueue import current_queue
+from .frontend.array import Array, _enqueue, const_port, finish_out, operand, astype
+from .frontend.math import where
+from .frontend.macro import note_rng
 
 __all__ = ["default_rng", "Generator", "seed", "random", "rand", "randn", "uniform", "normal",
            "standard_normal", "integers", "randint", "choice", "random_sample"]
@@ -154,7 +156,6 @@ class Generator:
         kp.site = cp.site = site
         rec = current_queue().recording
         if rec is not None and self._born is not rec:
-            from .frontend.macro import note_rng
             note_rng(rec, self, kp, cp, base)
         port = Port("map", f"random_{dist}_{self.bit_generator}", out_dt, tuple(shape),
                     (kp, cp) + tuple(_scalar(x) for x in extra), (), site, loop_dtype=loop_dt)
@@ -235,9 +236,9 @@ class Generator:
             dt = np.dtype(dtype)
         except TypeError:
             dt = None
-        if dt not in (D.int64, D.int32, D.bool_):
-            raise record_error(DTypeError, f"integers: unsupported dtype {dtype!r} (int64, "
-                               "int32 or bool)", site)
+        if dt not in D.INTS and dt != D.bool_:
+            raise record_error(DTypeError, f"integers: unsupported dtype {dtype!r} (an "
+                               "integer dtype or bool)", site)
         hi = high if endpoint else high - 1
         if hi < low:
             raise record_error(ValueError, f"integers: low >= high ({low} >= {high})"
@@ -252,7 +253,6 @@ class Generator:
         out_dt = D.int64 if dt == D.bool_ else dt
         r = self._draw("integers", shape, out_dt, D.int64, (low, rng), site)
         if dt == D.bool_:
-            from .frontend.array import astype
             r = astype(r, D.bool_, site=site)
         return r
 
@@ -316,7 +316,6 @@ class Generator:
         if n > CHOICE_MAX:
             raise record_error(ArgumentError, f"choice: an array of more than {CHOICE_MAX} "
                                "values is not supported (pass an int and index)", site)
-        from .frontend.math import where
         vals = values.astype(D.canonical(values.dtype), copy=False)
         res = vals[n - 1]
         for k in range(n - 2, -1, -1):

@@ -6,7 +6,11 @@ STREAMRT_DEBUG left in the environment), and compiled kernels go to a directory 
 system temp dir (override with STREAMRT_TEST_CACHE_DIR), never to the repository or $HOME;
 so do Hypothesis' files.
 The directory is shared by the xdist workers and kept between runs: a warm run loads the
-kernels from disk instead of compiling them."""
+kernels from disk instead of compiling them.
+
+STREAMRT_TEST_NATIVE=0 runs the whole suite with the C record path off (STREAMRT_NATIVE=0):
+CI runs it a second time, so that the Python path -- the definition -- passes everything on
+its own too."""
 import os
 import tempfile
 
@@ -14,15 +18,20 @@ import tempfile
 _require_opencl = os.environ.get("STREAMRT_TEST_REQUIRE_OPENCL") == "1"
 # ... and the C record path must be built there (a failed build would otherwise leave every
 # operator on the Python path, tests/test_native.py skipped)
-_require_native = os.environ.get("STREAMRT_TEST_REQUIRE_NATIVE") == "1"
+_native_off = os.environ.get("STREAMRT_TEST_NATIVE") == "0"
+_require_native = os.environ.get("STREAMRT_TEST_REQUIRE_NATIVE") == "1" and not _native_off
 _cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
     tempfile.gettempdir(), f"streamrt-test-cache-{os.getuid()}")
-for _k in [k for k in os.environ if k.startswith("STREAMRT_")]:
+# (the STREAMRT_TEST_* variables are kept: pytest-xdist's workers inherit this environment and
+# run this file again)
+for _k in [k for k in os.environ if k.startswith("STREAMRT_") and not k.startswith("STREAMRT_TEST_")]:
     del os.environ[_k]
 os.environ["STREAMRT_CACHE_DIR"] = _cache
 # the cold tier (first small traces on the NumPy interpreter until Numba is loaded) would make
 # kernel counts depend on test order; tests/test_cold_tier.py runs it in fresh processes
 os.environ["STREAMRT_COLD_INTERPRET"] = "0"
+if _native_off:
+    os.environ["STREAMRT_NATIVE"] = "0"
 # the NumPy tier (small ops run at once through NumPy) would leave the small arrays most
 # tests use unrecorded: the tests of recording, fusion and caches assert what the compiled
 # path does; tests/test_tiers.py and the fuzzer run the NumPy tier and the switch points
@@ -46,7 +55,7 @@ def pytest_configure(config):
         from streamrt.frontend import native
         if not native.available():
             raise pytest.UsageError("STREAMRT_TEST_REQUIRE_NATIVE=1 but the C record path "
-                                    "(streamrt/_native.c) is not built or not installed")
+                                    "(streamrt/frontend/_native.c) is not built or not installed")
     if _require_opencl:
         from helpers import OPENCL
         if not OPENCL:

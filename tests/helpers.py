@@ -6,11 +6,12 @@ import os
 
 import numpy as np
 
-from streamrt import dtypes as D
-from streamrt import ops
+from streamrt.core import dtypes as D, ops
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
-          np.dtype(np.bool_))
+          np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.uint8),
+          np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+INT_DTYPES = tuple(d for d in DTYPES if d.kind in "iu")
 DTYPE_IDS = [d.name for d in DTYPES]
 
 # Tolerance of transcendental functions (ops.Op.float_tol): units in the last place of the
@@ -29,12 +30,19 @@ def data(dtype, kind="a", n=40):
         v[:4] = [True, False, True, False] if kind == "a" else [True, True, False, False]
         return v
     if D.is_int(dtype):
-        v = rng.integers(-9, 10, n)
+        v = [int(x) for x in rng.integers(-9, 10, n)]
+        info = np.iinfo(dtype)
+        lo, hi = int(info.min), int(info.max)
         if kind == "a":
-            v[:6] = [0, 1, -1, 7, -7, 2 ** 20]
+            # zero, +-1, small values, the dtype's extremes and their neighbours (negative
+            # values of an unsigned dtype wrap: -1 is its maximum)
+            v[:12] = [0, 1, -1, 7, -7, 2 ** 20, lo, hi, lo + 1, hi - 1, lo, hi]
         else:
-            v[:6] = [0, 1, -1, 3, -3, 0]
-        return v.astype(dtype)
+            # zero divisors, -1 (INT_MIN // -1), shift counts at and past the width
+            v[:12] = [0, 1, -1, 3, -3, 0, -1, 2, 0, -1, 8 * dtype.itemsize - 1,
+                      8 * dtype.itemsize]
+        span = hi - lo + 1
+        return np.array([(x - lo) % span + lo for x in v], dtype)
     v = rng.uniform(-3, 3, n)
     special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e-30,
                30.0, 100.0]
@@ -45,26 +53,23 @@ def data(dtype, kind="a", n=40):
 
 
 def ref_call(fn, *args):
-    """NumPy's answer, in the dtype streamrt uses for it: where NumPy's result dtype is one
-    streamrt does not support (float16 from bool inputs, int8 from bool // bool), NumPy is
-    asked again with the array operands cast to the supported dtype streamrt widens to."""
+    """NumPy's answer (in its own dtype: streamrt computes in every dtype NumPy's answer may
+    have, or refuses the op -- numpy_supports)."""
     with np.errstate(all="ignore"):
-        r = np.asarray(fn(*args))
-        want = D.canonical(r.dtype)
-        if r.dtype != want:
-            r = np.asarray(fn(*[a.astype(want) if isinstance(a, (np.ndarray, np.generic)) else a
-                                for a in args]))
-    return r
+        return np.asarray(fn(*args))
 
 
 def numpy_supports(fn, *args):
-    """False if NumPy has no loop for these operand dtypes (raises TypeError)."""
+    """False if NumPy has no loop for these operand dtypes (raises TypeError) or its result
+    has a dtype streamrt does not compute in (float16: sqrt(int8), sin(bool)); streamrt
+    raises DTypeError for both."""
     try:
         with np.errstate(all="ignore"):
-            fn(*args)
+            r = fn(*args)
     except TypeError:
         return False
-    return True
+    return all(np.asarray(x).dtype in D.SUPPORTED_SET
+               for x in (r if isinstance(r, tuple) else (r,)))
 
 
 def assert_same(actual, expected, ulps=0, rtol=0.0, atol=0.0, what=""):
@@ -121,3 +126,10 @@ def child_env(cache_dir, **settings):
     env["STREAMRT_JIT"] = "sync"
     env.update(settings)
     return env
+
+
+def compiler_caps(backend, **over):
+    """The caps compiler.generate gets from ``backend``'s executor ('cpu', 'opencl', 'cuda'),
+    without the executor (no device needed); ``over`` replaces entries."""
+    from streamrt.backends import registry
+    return dict(registry.BACKENDS[backend].caps, **over)

@@ -9,8 +9,7 @@ import array_api_strict as sx
 import numpy as np
 import pytest
 from helpers import assert_same
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra.array_api import make_strategies_namespace
 
 import streamrt as ps
@@ -19,7 +18,8 @@ xp = ps.array_api
 xps = make_strategies_namespace(xp)
 sx.set_array_api_strict_flags(api_version="2023.12")
 
-DTYPES = xps.integer_dtypes(sizes=(32, 64)) | xps.floating_dtypes() | xps.boolean_dtypes()
+DTYPES = (xps.integer_dtypes() | xps.unsigned_integer_dtypes() | xps.floating_dtypes()
+          | xps.boolean_dtypes())
 SHAPES = xps.array_shapes(min_dims=1, max_dims=2, min_side=2, max_side=4)
 FAST = settings(max_examples=6, deadline=None, derandomize=True, database=None)
 
@@ -70,8 +70,8 @@ def test_unary_elementwise_matches_array_api_strict(name, x):
 def test_binary_elementwise_matches_array_api_strict(name, dt, shape, data):
     x = data.draw(arrays(dt, shape), label="x")
     y = data.draw(arrays(dt, shape[-1:]), label="y")        # broadcasting
-    # the standard defines these for numeric dtypes only; array_api_strict lets NumPy answer
-    # int8 for booleans, a dtype streamrt does not have (it computes int64)
+    # the standard defines these for numeric dtypes only (array_api_strict lets NumPy answer
+    # int8 for booleans)
     assume(not (name in ("floor_divide", "remainder", "pow") and dt == xp.bool))
     if name == "pow" and xp.isdtype(dt, "integral"):
         y = xp.abs(y)                    # integers to negative powers are undefined
@@ -89,8 +89,11 @@ BOUNDED = {"min_value": -1000, "max_value": 1000}
        data=st.data())
 def test_statistical_functions_match_array_api_strict(name, dt, shape, axis, keepdims, data):
     el = BOUNDED if not xp.isdtype(dt, "bool") else None
+    if xp.isdtype(dt, "integral"):
+        info = xp.iinfo(dt)
+        el = {"min_value": max(-1000, info.min), "max_value": min(1000, info.max)}
     if name == "prod" and xp.isdtype(dt, "integral"):
-        el = {"min_value": -3, "max_value": 3}
+        el = {"min_value": max(-3, xp.iinfo(dt).min), "max_value": 3}
     x = data.draw(arrays(dt, shape, elements=el), label="x")
     exp = _call(lambda a: getattr(sx, name)(a, axis=axis, keepdims=keepdims), _strict(x))
     assume(exp is not None)
@@ -169,8 +172,14 @@ def test_namespace_surface():
     assert u.inverse_indices.tolist() == [2, 0, 2, 1] and u.indices.tolist() == [1, 3, 0]
     assert_same(xp.vecdot(x, x), np.sum(np.arange(6.0).reshape(2, 3) ** 2, axis=-1))
     info = xp.__array_namespace_info__()
-    assert set(info.dtypes()) == {"bool", "int32", "int64", "float32", "float64"}
+    assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                  "uint32", "uint64", "float32", "float64"}
+    assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
     with pytest.raises(ValueError):
         xp.asarray(np.arange(3), copy=False)
-    with pytest.raises(TypeError):
-        xp.zeros(3, dtype=np.uint8)
+    assert xp.zeros(3, dtype=xp.uint8).dtype == np.uint8
+    assert xp.iinfo(xp.uint16).max == 2 ** 16 - 1 and xp.iinfo(xp.int8).min == -128
+    assert xp.sum(xp.asarray(np.array([200, 100], np.uint8))).dtype == xp.uint64
+    assert int(xp.sum(xp.asarray(np.array([200, 100], np.uint8)))) == 300
+    with pytest.raises(TypeError):           # (DTypeError): no silent float16 -> float32
+        xp.zeros(3, dtype=np.float16)

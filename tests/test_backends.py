@@ -34,7 +34,8 @@ def _program():
         "t": t, "u": u, "z": z, "sum": ps.sum(t * t), "mean0": ps.mean(u, axis=0),
         "max1": ps.max(t, axis=1, keepdims=True), "argmin": ps.argmin(u, axis=1),
         "var": ps.var(x, axis=(0, 1)), "any": ps.any(c & (k > 2), axis=0),
-        "bool_sin": ps.sin(c), "int_ops": (k << 2) ^ (k >> 1) | ~k,
+        "bool_sin": ps.sin(c.astype(ps.float32)), "int_ops": (k << 2) ^ (k >> 1) | ~k,
+        "small_ints": (k.astype(ps.uint8) * 37 + c) // 3 - ps.sum(k.astype(ps.int8) * 50),
         "cmp": (x >= y) != c, "cast": (t * 10).astype(np.int64), "mm": x @ z,
         "dot": ps.dot(y, y), "prod": ps.prod(k[:, :3] + 6, axis=1), "div": k / 2,
     }
@@ -61,7 +62,9 @@ def test_reference_backend_matches_cpu_backend(stats):
             assert np.abs(cpu[name] - ref[name]).max() <= 1 and cpu[name].dtype == ref[name].dtype
             continue
         assert_same(cpu[name], ref[name], what=name, **tol)
-    # and both agree with NumPy (bool -> float32 for sin, as streamrt documents)
+    # and both agree with NumPy (sin of a bool is float16 in NumPy: streamrt refuses it)
+    with pytest.raises(ps.DTypeError, match="float16"):
+        ps.sin(ps.asarray(np.ones(2, bool)))
     a, _, i, m = _inputs()
     expect_t = np.sin(a) * np.float32(2.0) + np.sqrt(np.abs(a)) - a / np.float32(3.0)
     for name, res in (("cpu", cpu), ("reference", ref)):
@@ -69,6 +72,9 @@ def test_reference_backend_matches_cpu_backend(stats):
         assert_same(res["bool_sin"], np.sin(m.astype(np.float32)), ulps=4,
                     what=f"{name} sin(bool)")
         assert_same(res["int_ops"], (i << 2) ^ (i >> 1) | ~i, what=f"{name} int ops")
+        with np.errstate(all="ignore"):
+            want = (i.astype(np.uint8) * 37 + m) // 3 - np.sum(i.astype(np.int8) * 50)
+        assert_same(res["small_ints"], want, what=f"{name} small ints")
 
 
 _CHILD = r"""
@@ -94,12 +100,12 @@ def test_streamrt_backend_environment_variable():
 
 
 def test_program_cache_key_covers_the_helpers_kernels_inline():
-    """Generated kernels inline executors/cpu_lib.py: a change there must change the program
-    key (else Numba's disk cache would serve kernels compiled with the old helpers)."""
+    """Generated kernels inline backends/numba_cpu/lib.py: a change there must change the
+    program key (else Numba's disk cache would serve kernels compiled with the old helpers)."""
     import hashlib
 
-    from streamrt.caches import keys
-    from streamrt.executors import cpu_lib
-    with open(cpu_lib.__file__, "rb") as f:
+    from streamrt.core import keys
+    from streamrt.backends.numba_cpu import lib
+    with open(lib.__file__, "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()[:12]
-    assert f"cpu_lib={digest}" in keys.compiler_versions()
+    assert f"lib={digest}" in keys.compiler_versions()

@@ -11,13 +11,14 @@ import tempfile
 
 import numpy as np
 import pytest
-from helpers import DTYPE_IDS, DTYPES, assert_same, data, numpy_supports, op_ulps, ref_call
+from helpers import (DTYPE_IDS, DTYPES, assert_same, compiler_caps, data, numpy_supports, op_ulps,
+                     ref_call)
 
 import streamrt as ps
-from streamrt import dtypes as D
-from streamrt import ops, proggen
-from streamrt.proggen import render_c
-from streamrt.scheduler.workqueue import current_queue
+from streamrt.core import dtypes as D, ops
+from streamrt import compiler
+from streamrt.backends import c_render as render_c
+from streamrt.runtime.workqueue import current_queue
 
 UNARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 1 and n != "astype"]
 BINARY = [n for n, o in ops.OPS.items() if o.kind == "map" and o.arity == 2]
@@ -41,7 +42,7 @@ def _sources(build, renderer="cuda", fusion=True):
     with ps.config.override(fusion=fusion):
         keep = build()
         entries = current_queue().take()
-        seq = proggen.generate(entries, {"fuse": fusion, "renderer": renderer, "max_ops": 64})
+        seq = compiler.generate(entries, compiler_caps(renderer, fuse=fusion, max_ops=64))
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -109,7 +110,7 @@ def _reductions(dt):
             out.append(getattr(ps, name)(x, axis=ax))
         if not name.startswith("arg"):
             out.append(getattr(ps, name)(x, axis=(0, 2)))
-    out.append(ps.sum(ps.sqrt(ps.abs(x) + 1), axis=1))      # fused producers
+    out.append(ps.sum(ps.sqrt(ps.abs(x) + 1.0), axis=1))    # fused producers
     return out
 
 
@@ -153,7 +154,7 @@ def test_launch_specs_respect_limits():
     ps.sync()
     x = ps.asarray(np.ones((3, 100_000)))
     r = ps.sum(x, axis=1)
-    seq = proggen.generate(current_queue().take(), {"renderer": "cuda", "max_ops": 64})
+    seq = compiler.generate(current_queue().take(), compiler_caps("cuda", max_ops=64))
     k = seq.programs[0].kernel
     for max_wg in (1, 7, 64, 1024):
         groups, L, C = render_c.reduce_launch(k, max_wg, 80)
@@ -211,8 +212,8 @@ def test_cuda_executor_implements_the_device_primitives():
     import contextlib
     from types import SimpleNamespace
 
-    from streamrt.executors.cuda import CUDAExecutor
-    from streamrt.executors.device import DeviceExecutor
+    from streamrt.backends.cuda.executor import CUDAExecutor
+    from streamrt.backends.device import DeviceExecutor
     prims = [m for m in vars(DeviceExecutor) if m.startswith("_") and not m.startswith("__")]
     for m in ("_dev_alloc", "_h2d", "_d2h", "_build", "_get_function", "_kernel_max_wg", "_enqueue",
               "_wait", "_finish", "_is_oom", "_free_pool"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt import ops
+from streamrt.core import ops
 
 
 def _line():
@@ -70,7 +70,7 @@ def test_mismatch_warn_and_log_actions(wrong_sqrt):
 
 
 def test_tolerance_is_per_dtype():
-    from streamrt.debug.compare import close
+    from streamrt.tools.debug.compare import close
     ref = np.array([1.0, np.nan, np.inf, -np.inf], np.float32)
     opt = np.array([1.0 + 5e-7, np.nan, np.inf, -np.inf], np.float32)
     assert close(opt, ref, np.float32).all()

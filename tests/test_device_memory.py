@@ -12,7 +12,7 @@ import pytest
 from helpers import OPENCL, assert_same
 
 import streamrt as ps
-from streamrt.executors import registry
+from streamrt.backends import registry
 
 pytestmark = pytest.mark.skipif(not OPENCL, reason="no OpenCL device")
 

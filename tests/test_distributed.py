@@ -11,7 +11,7 @@ import streamrt as ps
 
 distributed = pytest.importorskip("distributed")
 
-from streamrt.executors import dask as dex  # noqa: E402
+from streamrt.distributed import executor as dex  # noqa: E402
 
 N, M, K = 64, 33, 4           # 4 chunks of 16 rows
 
@@ -113,6 +113,23 @@ def test_nan_argmax_and_int_sum(client):
     np.testing.assert_array_equal(np.asarray(xf.argmax(axis=0)), f.argmax(axis=0))
     assert int(xf.argmax()) == f.argmax()
     assert np.isnan(float(xf.max()))
+
+
+def test_small_integers_wrap_per_chunk(client):
+    """uint8 arithmetic wraps on the workers, a uint64 scalar past 2**63 reaches their
+    kernels, sums of small integers accumulate in uint64/int64 across the chunks."""
+    a = (np.arange(40 * 3).reshape(40, 3) * 37 % 256).astype(np.uint8)
+    xu = ps.asarray(a, chunks=10)
+    assert xu.dtype == np.uint8
+    np.testing.assert_array_equal(np.asarray(xu + 200), a + np.uint8(200))
+    s = xu.sum(axis=0)
+    assert s.dtype == np.uint64
+    np.testing.assert_array_equal(np.asarray(s), a.sum(axis=0))
+    big = xu.astype(np.uint64) + (2 ** 64 - 100)
+    np.testing.assert_array_equal(np.asarray(big), a.astype(np.uint64) + np.uint64(2 ** 64 - 100))
+    i8 = ps.asarray(a.view(np.int8), chunks=(8, 12, 20))
+    np.testing.assert_array_equal(np.asarray(i8 // -3), a.view(np.int8) // -3)
+    assert int(ps.min(i8)) == int(a.view(np.int8).min())
 
 
 def test_slices_and_partial_reads(x, data, stats):

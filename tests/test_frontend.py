@@ -43,9 +43,11 @@ def test_creation_functions_match_numpy():
         ("asarray list", ps.asarray([1.0, 2.0]), np.asarray([1.0, 2.0])),
         ("asarray 0-d", ps.asarray(3), np.asarray(3)),
         ("asarray dtype", ps.asarray(i32, dtype=np.float64), i32.astype(np.float64)),
-        # unsupported NumPy dtypes are widened on the way in
-        ("uint8 -> int64", ps.asarray(np.arange(3, dtype=np.uint8)), np.arange(3)),
-        ("float16 -> float32", ps.asarray(np.ones(2, np.float16)), np.ones(2, np.float32)),
+        # every integer dtype is kept as it is (float16 raises: tests/test_int_dtypes.py)
+        ("uint8", ps.asarray(np.arange(3, dtype=np.uint8)), np.arange(3, dtype=np.uint8)),
+        ("int16 full", ps.full(2, -7, dtype=np.int16), np.full(2, -7, np.int16)),
+        ("asarray dtype uint64", ps.asarray([2 ** 64 - 1], dtype=np.uint64),
+         np.asarray([2 ** 64 - 1], np.uint64)),
     ]
     for what, got, want in cases:
         assert isinstance(got, ps.Array), what

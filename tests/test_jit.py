@@ -13,7 +13,7 @@ from helpers import assert_same, child_env
 
 import streamrt as ps
 from streamrt.backends.numba_cpu import jit
-from streamrt.executors.cpu import CPUExecutor
+from streamrt.backends.numba_cpu.executor import CPUExecutor
 
 N = 1 << 18          # large enough to be recorded (not the NumPy tier), small enough to be quick
 
@@ -30,7 +30,7 @@ def _expect(a, b):
 def background(stats, tmp_path):
     """Background compiles, process-wide (kernels launch on the scheduler's thread, which a
     ps.config.override of this thread does not reach), into an empty kernel cache."""
-    from streamrt.config import settings
+    from streamrt.core.config import settings
     old = settings.cache_dir
     jit.reset()
     ps.config.set(jit="background", cache_dir=str(tmp_path))

@@ -64,7 +64,9 @@ def test_unknown_keyword_is_refused_at_the_call(data):
     with pytest.raises(TypeError, match="axs") as ei:
         line = _line() + 1
         ps.sum(x, axs=0)
-    assert ei.traceback[-1].lineno + 1 == line and str(ei.traceback[-1].path) == __file__
+    # Python's own binding error raised in the user's frame, or streamrt's naming the line
+    assert ei.traceback[-1].lineno + 1 == line and str(ei.traceback[-1].path) == __file__ \
+        or str(ei.value).startswith(f"{__file__}:{line}:")
     with pytest.raises(ps.ArgumentError) as ei:
         line = _line() + 1
         ps.add(x, x, signature="dd->d")

@@ -580,8 +580,8 @@ def test_cuda_intrinsics_over_device_buffers(monkeypatch):
 
     import scipy.linalg
 
-    from streamrt.executors import cuda_intrinsics
-    from streamrt.proggen.sequence import Program
+    from streamrt.backends.cuda import intrinsics as cuda_intrinsics
+    from streamrt.compiler.sequence import Program
     cupyx = types.ModuleType("cupyx")
     cupyx.errstate = lambda **kw: _Ctx()
     cupyx.scipy = types.ModuleType("cupyx.scipy")

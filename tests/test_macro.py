@@ -265,8 +265,8 @@ def test_direct_replay_steps_aside_when_watched_or_failing(stats, tmp_path, monk
 
     def broken(*a):
         raise RuntimeError("device lost")
-    from streamrt.caches import macro_cache
-    plan = next(sec.direct for key, sec in macro_cache.get()._sections._d.items()
+    from streamrt.runtime import macro_cache
+    plan = next(sec.direct for key, sec in macro_cache.get()._sections.items()
                 if key[0] is f)              # the section's direct plan: its kernels fail
     kernels = [step[0] for step in plan.steps]
     real = [(k.serial, k.parallel) for k in kernels]

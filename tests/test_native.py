@@ -1,4 +1,4 @@
-"""The C record path (streamrt/_native.c, frontend/native.py): it is built and installed (CI
+"""The C record path (frontend/_native.c and native.py): it is built and installed (CI
 requires it), and it records exactly what the Python path records -- the same trace-key
 entries, ports, work-queue entries, release counts and errors at the user's line."""
 import gc
@@ -12,10 +12,11 @@ import pytest
 
 import streamrt as ps
 from streamrt.frontend import native
-from streamrt.scheduler import workqueue
+from streamrt.core import ir
+from streamrt.runtime import workqueue
 
-needs_native = pytest.mark.skipif(native._native is None,
-                                  reason="the C extension is not built here")
+needs_native = pytest.mark.skipif(not native.available(),
+                                  reason="the C extension is not built here, or is off")
 
 
 @needs_native
@@ -43,7 +44,7 @@ def _record(fn, *args):
         ports.append((p.kind, p.op, p.dtype, p.shape, p.params, p.loop_dtype, p.state,
                       p.nrefs, p.site.code, p.site.lasti,
                       tuple((i.kind, i.dtype, i.params, i.scalar) for i in p.inputs)))
-    released = tuple(p.nrefs <= 0 for p in q.kports if p.state == workqueue.NEW)
+    released = tuple(p.nrefs <= 0 for p in q.kports if p.state == ir.NEW)
     return keys, ports, released, out
 
 
@@ -125,11 +126,11 @@ def test_c_ports_have_every_slot():
     p = (u * 2.0)._port
     q = p.inputs[1]                                  # the scalar operand's port
     for port in (p, q):
-        for name in workqueue.Port.__slots__:
+        for name in ir.Port.__slots__:
             if name != "__weakref__":
                 getattr(port, name)
-    assert q.kind == "scalar" and q.scalar == 2.0 and q.state == workqueue.DONE
-    assert p.state == workqueue.NEW and p.queue is workqueue.current_queue()
+    assert q.kind == "scalar" and q.scalar == 2.0 and q.state == ir.DONE
+    assert p.state == ir.NEW and p.queue is workqueue.current_queue()
 
 
 @needs_native
@@ -240,7 +241,7 @@ def test_an_array_from_another_threads_queue():
 
 @needs_native
 def test_queue_lock_is_reentrant_and_owned():
-    lock = native.QueueLock()
+    lock = native._native.QueueLock()
     assert lock.acquire() and lock.acquire()         # reentrant
     assert lock._is_owned()
     lock.release()
@@ -288,7 +289,7 @@ def test_following_a_cached_trace_and_leaving_it(stats):
     """A queue starting where a cached trace started follows it (no key entries built); a
     flush that matched it all takes the cached entries object itself; a trace that diverges
     keys exactly as if nothing had been followed."""
-    from streamrt.caches import trace_cache
+    from streamrt.runtime import trace_cache
 
     u = ps.asarray(np.arange(8.0))
 

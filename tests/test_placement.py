@@ -9,7 +9,7 @@ import pytest
 from helpers import OPENCL, assert_same
 
 import streamrt as ps
-from streamrt.scheduler import placement
+from streamrt.runtime import placement
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt.profiler import report
+from streamrt.tools.profiler import report
 
 
 def _line():
@@ -66,7 +66,7 @@ def test_calls_per_site_and_cache_events(run_file):
 
 def test_cli_report_prints_the_lines(run_file):
     path, lines = run_file
-    out = subprocess.run([sys.executable, "-m", "streamrt.profiler", "report", str(path)],
+    out = subprocess.run([sys.executable, "-m", "streamrt.tools.profiler", "report", str(path)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     for n in "abc":
@@ -76,7 +76,7 @@ def test_cli_report_prints_the_lines(run_file):
 
 def test_cli_compare(run_file, tmp_path):
     path, _ = run_file
-    out = subprocess.run([sys.executable, "-m", "streamrt.profiler", "report", str(path),
+    out = subprocess.run([sys.executable, "-m", "streamrt.tools.profiler", "report", str(path),
                           "--compare", str(path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "Comparison" in out.stdout and "1.00x" in out.stdout

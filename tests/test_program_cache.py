@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from helpers import child_env
-from helpers import assert_same
+from helpers import child_env, assert_same
 
 # The child computes one small fused kernel, checks it against NumPy and prints its counters.
 CHILD = r"""

@@ -9,11 +9,11 @@ import os
 
 import numpy as np
 import pytest
-from helpers import EXECUTORS
+from helpers import EXECUTORS, compiler_caps
 
 import streamrt as ps
-from streamrt import rngcore as R
-from streamrt.executors import cpu_rng
+from streamrt.core import rngcore as R
+from streamrt.backends.numba_cpu import rng as cpu_rng
 
 HERE = os.path.basename(__file__)
 GENS = ("philox", "fast")
@@ -168,11 +168,11 @@ def test_philox_kat_end_to_end(be):
 # ---- quad loops: four Philox values from one block (render_numba) --------------------------------
 def _numba_sources(build):
     """The Numba kernel sources ProgGen makes of what ``build()`` records (nothing runs)."""
-    from streamrt import proggen
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt import compiler
+    from streamrt.runtime.workqueue import current_queue
     ps.sync()
     keep = build()
-    seq = proggen.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
+    seq = compiler.generate(current_queue().take(), compiler_caps("cpu"))
     del keep
     return [p.source for p in seq.programs if p.kind == "kernel"]
 
@@ -255,12 +255,12 @@ def test_released_random_array_never_touches_memory(stats):
 
 
 def test_fused_kernel_reads_no_array():
-    from streamrt import proggen
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt import compiler
+    from streamrt.runtime.workqueue import current_queue
     g = ps.random.default_rng(1)
     ps.sync()
     y = g.standard_normal((50, 20)) * 0.5 + g.random((50, 20))
-    seq = proggen.generate(current_queue().take(), {"fuse": True, "renderer": "numba"})
+    seq = compiler.generate(current_queue().take(), compiler_caps("cpu"))
     kernels = [p for p in seq.programs if p.kind == "kernel"]
     assert len(kernels) == 1
     k = kernels[0].kernel
@@ -554,12 +554,12 @@ def test_cuda_dialect_helpers_on_the_host(tmp_path):
     CUDA intrinsics it uses shimmed and FMA contraction off, gives the reference's bits --
     the CUDA executor itself needs a GPU."""
     import subprocess
-    from streamrt.proggen import render_c
+    from streamrt.backends.cuda.dialect import DIALECT as CUDA
     src = ("#include <cstdio>\n#include <cstdlib>\n#include <cmath>\n#include <cstring>\n"
            "#define __device__\n#define __forceinline__ inline\n#define __global__\n"
            "static inline double __dmul_rn(double a, double b) { return a * b; }\n"
-           + render_c._CUDA_PRELUDE
-           + R.c_source("cuda", "srr_normal( srr_uniform_f64(")
+           + CUDA.prelude
+           + R.c_source("srr_normal( srr_uniform_f64(", CUDA.exact_mul)
            + r"""
 int main(int argc, char** argv) {
     const i64 key = strtoll(argv[1], 0, 10), ctr = strtoll(argv[2], 0, 10);
@@ -608,12 +608,12 @@ def test_reference_mode_agrees(stats):
 
 @pytest.mark.parametrize("renderer", ["cuda", "opencl"])
 def test_c_renderers_emit_rng_helpers(renderer):
-    from streamrt import proggen
-    from streamrt.scheduler.workqueue import current_queue
+    from streamrt import compiler
+    from streamrt.runtime.workqueue import current_queue
     ps.sync()
     g = ps.random.default_rng(1, bit_generator="fast")
     keep = [g.standard_normal((7, 9)).sum(axis=0), g.random(5, dtype=np.float32) + 1]
-    seq = proggen.generate(current_queue().take(), {"fuse": True, "renderer": renderer})
+    seq = compiler.generate(current_queue().take(), compiler_caps(renderer))
     srcs = [p.source for p in seq.programs if p.kind == "kernel"]
     assert len(srcs) == 2
     red, mp = srcs

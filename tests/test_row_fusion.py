@@ -8,7 +8,7 @@ import pytest
 from helpers import assert_same
 
 import streamrt as ps
-from streamrt.executors import cpu
+from streamrt.backends.numba_cpu import executor as cpu
 
 ROWS, COLS = 96, 50        # 64+ rows: row fusion applies
 
@@ -127,8 +127,7 @@ def test_a_row_kernel_that_fails_runs_phase_by_phase(monkeypatch, stats):
 
 
 # ---- random row programs --------------------------------------------------------------------
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 _BIN = {"add": lambda m, a, b: a + b, "subtract": lambda m, a, b: a - b,
         "multiply": lambda m, a, b: a * b, "divide": lambda m, a, b: a / (m.abs(b) + 1.0),
@@ -180,7 +179,7 @@ def test_random_row_programs_match_numpy(data):
     with np.errstate(all="ignore"):
         want = evaluate(np, a)
     tol = 1e-4 if dt == np.float32 else 1e-11
-    from streamrt.proggen import fusion
+    from streamrt.compiler import fusion
     saved, fusion.ROW_MIN_ROWS = fusion.ROW_MIN_ROWS, 1
     try:
         for rf in (True, False):

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt.frontend.errors import callsite
-from streamrt.proggen import intrinsics
-from streamrt.proggen.sequence import Program, ProgramSequence
-from streamrt.scheduler import cscheduler, escheduler
-from streamrt.scheduler.flow import Flow
-from streamrt.scheduler.pending import PendingTable
-from streamrt.scheduler.workqueue import DONE, FAILED, SUBMITTED, Port
+from streamrt.core.errors import callsite
+from streamrt.backends import intrinsics
+from streamrt.compiler.sequence import Program, ProgramSequence
+from streamrt.runtime import cscheduler, escheduler
+from streamrt.runtime.flow import Flow
+from streamrt.runtime.pending import PendingTable
+from streamrt.core.ir import DONE, FAILED, SUBMITTED, Port
 
 HERE = os.path.basename(__file__)
 
@@ -190,7 +190,7 @@ def test_in_order_executor_gets_dependents_queued_at_once(sched):
 def test_in_order_worker_skips_programs_after_a_failed_input(sched):
     """The real worker thread (executors/base.py): a queued program whose input's producer
     failed is not run, and its outputs fail with the producer's error."""
-    from streamrt.executors.base import Executor
+    from streamrt.backends.base import Executor
     es, flow = sched
     ran = []
 
@@ -282,7 +282,7 @@ class _Sized:
 
 
 def test_worker_reports_small_programs_in_batches():
-    from streamrt.executors.base import Executor
+    from streamrt.backends.base import Executor
 
     ran, reports = [], []
 
@@ -400,7 +400,7 @@ def test_async_program_waits_for_a_port_another_thread_computes_inline(monkeypat
 def test_released_buffers_are_dropped_after_their_last_reader(monkeypatch):
     """Buffers of a sequence that the application already released live only until their last
     reader in the sequence has run (not until the whole sequence completes)."""
-    from streamrt.executors.cpu import CPUExecutor
+    from streamrt.backends.numba_cpu.executor import CPUExecutor
     outs, seen = [], []
     orig = CPUExecutor.launch
 
@@ -441,7 +441,7 @@ def test_ended_threads_leave_no_settings_behind():
     ended must not leave it there (a server spawning threads would grow without bound)."""
     import threading
 
-    from streamrt import config
+    from streamrt.core import config
 
     def work():
         x = ps.asarray(np.arange(10.0))

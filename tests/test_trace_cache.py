@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-import streamrt.proggen as proggen
+import streamrt.compiler as compiler
 from helpers import assert_same
-from streamrt.caches import trace_cache as tc_mod
-from streamrt.caches.trace_cache import TraceCache
+from streamrt.runtime import trace_cache as tc_mod
+from streamrt.runtime.trace_cache import TraceCache
 
 HERE = os.path.basename(__file__)
 N = 1000
@@ -36,15 +36,15 @@ def _f32(n=N, seed=0):
 
 @pytest.fixture
 def generate_calls(monkeypatch):
-    """Counts ProgGen runs (the C-Scheduler calls ``proggen.generate`` on a trace-cache miss)."""
+    """Counts ProgGen runs (the C-Scheduler calls ``compiler.generate`` on a trace-cache miss)."""
     calls = []
-    real = proggen.generate
+    real = compiler.generate
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(proggen, "generate", counting)
+    monkeypatch.setattr(compiler, "generate", counting)
     return calls
 
 

@@ -13,8 +13,8 @@ import pytest
 from numba import njit, prange
 
 import streamrt as ps
-from streamrt import ops
-from streamrt.executors import vecmath as V
+from streamrt.core import ops
+from streamrt.backends.numba_cpu import vecmath as V
 
 UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh",
          "cosh", "tanh", "cbrt"]
@@ -175,7 +175,7 @@ def test_public_api_fused_kernel(dt, stats):
 
 
 def test_fast_math_setting_switches_the_generated_code(stats):
-    from streamrt.proggen import render_numba  # noqa: F401
+    from streamrt.backends.numba_cpu import render as render_numba  # noqa: F401
     x = np.linspace(-3, 3, 101).astype(np.float32)
     a = ps.asarray(x)
     on = np.asarray(ps.exp(a) + ps.log1p(ps.abs(a)))
@@ -193,5 +193,5 @@ def test_fast_math_setting_switches_the_generated_code(stats):
 
 
 def test_program_cache_key_covers_vecmath():
-    from streamrt.caches import keys
+    from streamrt.core import keys
     assert "vecmath=" in keys.compiler_versions()

@@ -3,6 +3,7 @@ Validation happens here, at record time, and errors name the user's file and lin
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import sys
 import warnings
@@ -10,23 +11,20 @@ from sys import _getframe
 
 import numpy as np
 
-from .. import dtypes as D
-from .. import stats
-from ..config import settings
-from ..ops import OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes, reduction_dtypes
-from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
-from ..scheduler.workqueue import _local as _tls
-from ..scheduler import tiers as _tiers
-from ..scheduler import workqueue as _wq
-from ..executors.base import ref_value, run_refop
-from .errors import _INTERNAL, CallSite
-from .errors import (ArgumentError, DTypeError, FallbackError, NotLazyError, ShapeError,
-                     StreamrtAxisError, StreamrtError, StreamrtIndexError,
-                     StreamrtOverflowError, callsite, record_error)
-from . import indexing as _indexing
+from ..core import dtypes as D, hooks, stats
+from ..core.config import settings
+from ..core.ops import (OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
+                        reduction_dtypes, signed_vs_uint64)
+from ..core.ir import DONE, Port, c_strides, strided
+from ..core.errors import (_INTERNAL, AbortError, ArgumentError, CallSite, DTypeError,
+                           FallbackError, NotLazyError, ShapeError, StreamrtAxisError,
+                           StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
+                           record_error)
+from ..backends.base import ref_value, run_refop
+from ..runtime import cscheduler, tiers as _tiers
+from ..runtime.workqueue import current_queue, _local as _tls
+from . import indexing as _indexing, native as _native, pieces as _pieces
 from .indexing import register as _register
-from . import pieces as _pieces
 from .pieces import PIECEWISE
 _PIECEWISE_DATA = PIECEWISE.data        # (a dict: cheaper to test than the WeakKeyDictionary)
 
@@ -45,7 +43,7 @@ def _eager(port):
     """The NumPy tier (scheduler/tiers.py): a small op over computed host buffers runs now,
     through NumPy (its reference definition), and its Array is computed. None: record it."""
     lim = settings.eager_elements
-    if port.size >= lim or _wq.on_record is not None:
+    if port.size >= lim or hooks.on_record is not None:
         return None
     args = []
     for i in port.inputs:
@@ -116,10 +114,17 @@ def canonical_dtype(dtype, site):
 
 
 def host_copy(data, site, dtype=None):
-    """A C-ordered copy of array-like ``data`` in its (or ``dtype``'s) canonical dtype."""
-    a = np.asarray(data)
-    dt = canonical_dtype(dtype if dtype is not None else a.dtype, site)
-    return np.array(a, dtype=dt, order="C", copy=True)
+    """A C-ordered copy of array-like ``data`` in its own dtype or ``dtype`` (NumPy's
+    conversion: a Python int that does not fit ``dtype`` raises, at the user's line); a dtype
+    streamrt does not compute in raises DTypeError, it is never replaced by another."""
+    if dtype is None:
+        a = np.asarray(data)
+        return np.array(a, dtype=canonical_dtype(a.dtype, site), order="C", copy=True)
+    dt = canonical_dtype(dtype, site)
+    try:
+        return np.array(data, dtype=dt, order="C", copy=True)
+    except OverflowError as e:
+        raise record_error(StreamrtOverflowError, str(e), site) from None
 
 
 def const_port(data, site=None, dtype=None):
@@ -139,7 +144,7 @@ def scalar_const(p, site):
 
 def _scalar_port(v, site):
     if isinstance(v, np.generic):
-        dt = D.canonical(v.dtype)
+        dt = canonical_dtype(v.dtype, site)
         return Port("scalar", "scalar", dt, (), params=("strong",), scalar=v.item(), site=site)
     k = D.scalar_kind(v)
     return Port("scalar", "scalar", D.default_dtype(k), (), params=("weak", k), scalar=v,
@@ -195,12 +200,18 @@ def record_map(name, *args, site=None):
         raise record_error(ArgumentError, f"{name}() takes {op.arity} array arguments, "
                            f"got {len(args)}", site)
     ports = [operand(a, site) for a in args]
+    kinds = _kinds(ports)
     try:
-        out_dt, loop_dt = map_dtypes(op, _kinds(ports))
+        out_dt, loop_dt = map_dtypes(op, kinds)
     except TypeError as e:
         tys = ", ".join(str(k) if isinstance(k, np.dtype) else f"python {dict(b='bool', i='int', f='float', c='complex')[k]}"
-                        for k in _kinds(ports))
+                        for k in kinds)
+        if isinstance(e, D.UnsupportedDType):     # NumPy's result dtype (float16): no kernel
+            raise record_error(DTypeError, f"{name}({tys}) gives a dtype streamrt does not "
+                               f"compute in: {e}", site) from None
         raise record_error(DTypeError, f"{name} is not defined for ({tys}): {e}", site) from None
+    if signed_vs_uint64(name, kinds):
+        return _compare_signed_u64(name, ports, site)
     shapes = tuple([p.shape for p in ports if p.kind != "scalar"])
     try:
         shape = _broadcast(shapes)
@@ -218,7 +229,6 @@ def record_map(name, *args, site=None):
             p.dtype = w
     if name == "power" and D.is_int(loop_dt) and ports[1].kind in ("scalar", "const") \
             and ports[1].size == 1 and ports[1].shape == ():
-        from ..executors.base import ref_value
         e = ref_value(ports[1]) if ports[1].kind == "scalar" else ports[1].value
         if int(np.asarray(e)) < 0:
             raise record_error(ValueError, "Integers to negative integer powers are not "
@@ -230,7 +240,6 @@ def record_map(name, *args, site=None):
             return r
     if all(p.kind in ("scalar", "const") and p.size == 1 and p.shape == () for p in ports):
         # constant folding: every operand is a known scalar
-        from ..executors.base import ref_value
         with np.errstate(all="ignore"):
             vals = [ref_value(p) if p.kind == "scalar" else p.value.astype(w, copy=False)
                     for p, w in zip(ports, want)]
@@ -265,6 +274,24 @@ def _strength_reduced(x, c, out_dt, loop_dt, site):
     return record_map(name, a, site=site)
 
 
+def _compare_signed_u64(name, ports, site):
+    """Comparison ``name`` of a signed integer and a uint64 operand, exact as NumPy's (not in
+    their common dtype float64): where the signed value is negative the answer is known
+    (less/less_equal/not_equal true with it on the left, greater/greater_equal/not_equal
+    with it on the right); elsewhere it compares as uint64. Four ops, fused."""
+    args = [p.dtype.type(p.scalar) if p.kind == "scalar" else _wrap(p) for p in ports]
+    left = ports[0].dtype.kind == "i"
+    s = args[0 if left else 1]
+    su = astype(s, D.uint64, site=site)
+    cmp = record_map(name, su, args[1], site=site) if left else \
+        record_map(name, args[0], su, site=site)
+    if name in (("less", "less_equal", "not_equal") if left else
+                ("greater", "greater_equal", "not_equal")):
+        return record_map("bitwise_or", record_map("less", s, 0, site=site), cmp, site=site)
+    return record_map("bitwise_and", record_map("greater_equal", s, 0, site=site), cmp,
+                      site=site)
+
+
 _UFAST: dict = {}      # (op, operand dtype) -> (out, loop dtypes), filled by record_map
 
 
@@ -293,7 +320,10 @@ def astype(x, dtype, site=None):
     dt = canonical_dtype(dtype, site)
     p = operand(x, site)
     if p.kind == "scalar":
-        return Array._wrap(const_port(np.asarray(p.scalar, dtype=dt), site))
+        # (a cast: wraps as NumPy's astype does -- np.int64(-1) -> uint64 is 2**64 - 1)
+        v = p.scalar if p.params[0] == "weak" else p.dtype.type(p.scalar)
+        with np.errstate(all="ignore"):
+            return Array._wrap(const_port(np.asarray(v).astype(dt), site))
     port = Port("map", "astype", dt, p.shape, (p,), (), site, loop_dtype=dt)
     return _enqueue(port)
 
@@ -394,6 +424,16 @@ def _const(v, dt):
     return np.asarray(v).astype(dt)
 
 
+def _initial(v, dt, site):
+    """``initial=`` in a reduction's dtype: a Python int must fit it, as NumPy requires."""
+    if type(v) is int and dt in D.INT_RANGE:
+        lo, hi = D.INT_RANGE[dt]
+        if not lo <= v <= hi:
+            raise record_error(StreamrtOverflowError, f"Python integer {v} out of bounds for "
+                               f"{dt}", site)
+    return _const(v, dt)
+
+
 def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
     """A reduction with NumPy's ``initial=`` and ``where=``: masked-out elements are replaced
     by a value that leaves the result unchanged (``initial`` for max/min, which NumPy
@@ -415,7 +455,7 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
                 raise record_error(ValueError, f"reduction operation '{npname}' does not have "
                                    "an identity, so to use a where mask one has to specify "
                                    "'initial'", site)
-            fill = _const(initial, x.dtype)
+            fill = _initial(initial, x.dtype, site)
         else:
             fill = _const(_NEUTRAL[name], x.dtype)
         xm = record_map("where", m, x, fill, site=site)
@@ -435,10 +475,10 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
             reduction_dtypes(name, x.dtype)[0]
         shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keepdims \
             else tuple(n for i, n in enumerate(x.shape) if i not in axes)
-        return Array._wrap(operand(np.full(shape, _const(initial, out_dt)), site))
+        return Array._wrap(operand(np.full(shape, _initial(initial, out_dt, site)), site))
     r = record_reduce(name, x, axis, keepdims, dtype, site=site)
     if initial is not _NoValue:
-        r = record_map(_COMBINE[name], r, _const(initial, r.dtype), site=site)
+        r = record_map(_COMBINE[name], r, _initial(initial, r.dtype, site), site=site)
     return r
 
 
@@ -694,16 +734,12 @@ def finish_out(name, r, out, where, casting, site, exact=False):
 HANDLED_FUNCTIONS = {}     # numpy function name -> streamrt implementation (filled by ops modules)
 
 
-on_read = None          # debugger hook: (port, host value) at every read
-
-
 def _handled(e, p):
     """Error handlers may choose to continue past a failed computation: the read then returns
     the optimised value (a reference mismatch) or NaN / 0 (a failed program)."""
-    from ..debug import handlers
-    if not handlers._stack or isinstance(e, handlers.AbortError):
+    if not hooks.error_handlers or hooks.on_error is None or isinstance(e, AbortError):
         return False
-    if handlers.dispatch(e, getattr(e, "site", None) or p.site, getattr(e, "op", p.op)) \
+    if hooks.on_error(e, getattr(e, "site", None) or p.site, getattr(e, "op", p.op)) \
             != "ignore":
         return False
     base = p.inputs[0] if p.kind == "view" else p
@@ -800,8 +836,8 @@ class Array:
             if not _handled(e, p):
                 raise
         v = p.host_value()
-        if on_read is not None:
-            on_read(p, v)       # debugger: compare with the reference on copy-out
+        if hooks.on_read is not None:
+            hooks.on_read(p, v)     # debugger: compare with the reference on copy-out
         if v.flags.writeable:
             v = v.view()
             v.flags.writeable = False
@@ -987,22 +1023,22 @@ class Array:
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-        from .math import var
+        from .math import var        # (math.py is built on this module: imported at the call)
         return var(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
             mean=None, correction=None):
-        from .math import std
+        from .math import std        # (math.py is built on this module: imported at the call)
         return std(self, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
 
     def clip(self, min=None, max=None, out=None, **kwargs):
-        from .math import clip
+        from .math import clip       # (math.py is built on this module: imported at the call)
         return clip(self, min, max, out, **kwargs)
 
     def dot(self, b, out=None):
-        from .math import dot
+        from .math import dot        # (math.py is built on this module: imported at the call)
         return finish_out("dot", dot(self, b), out, True, "safe", callsite())
 
     # ---- NumPy protocols ----------------------------------------------------------------------
@@ -1050,6 +1086,25 @@ class Array:
                             why=f" with {', '.join(k + '=' for k in bad)}")
         return fallback(func.__name__, func, args, kwargs, callsite())
 
+    # ---- the Array API --------------------------------------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        """The Array API namespace, ``streamrt.array_api`` (loaded on first use: the public API
+        registers the loader in core/hooks.py)."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"unsupported Array API version {api_version!r}")
+        return hooks.array_namespace()
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def to_device(self, device, /, *, stream=None):
+        if device not in (None, "cpu"):
+            raise record_error(ArgumentError, f"unsupported device {device!r} (streamrt arrays "
+                               "live on the executor chosen by STREAMRT_BACKEND; use None)",
+                               callsite())
+        return self
+
 
 _UFUNC_KW = frozenset({"out", "where", "casting", "order", "dtype", "subok", "signature"})
 HANDLED_UFUNCS = {}     # op name -> namespace function taking the ufunc keywords (math.py)
@@ -1062,7 +1117,6 @@ def _unaccepted(impl, kwargs):
         return ()
     names = _ACCEPTS.get(impl)
     if names is None:
-        import inspect
         try:
             ps = inspect.signature(impl).parameters.values()
             names = None if any(p.kind == p.VAR_KEYWORD for p in ps) else frozenset(
@@ -1191,6 +1245,8 @@ def _eager_out(r, found):
             return NotImplemented
         return t(out) if t is list else (r.__class__(*out) if hasattr(r, "_fields") else
                                          tuple(out))
+    if isinstance(r, np.generic) and r.dtype not in D.SUPPORTED_SET:
+        return NotImplemented           # a float16 scalar (arccos of a 0-d bool): refused
     return r
 
 
@@ -1223,15 +1279,23 @@ def numpy_twin(f, ref):
     otherwise); ``f`` itself where NumPy has no such function."""
     if ref is None:
         return f
-    from . import native
-    twin = native.numpy_twin(f, ref)
+    twin = _native.numpy_twin(f, ref)
     if twin is not None:
         return twin
 
     @functools.wraps(f)
     def g(*args, **kwargs):
         r = eager_function(ref, args, kwargs)
-        return r if r is not NotImplemented else f(*args, **kwargs)
+        if r is not NotImplemented:
+            return r
+        try:
+            return f(*args, **kwargs)
+        except TypeError as e:
+            if e.__traceback__.tb_next is not None:     # raised inside f: f's own error
+                raise
+            # the arguments did not bind to f (no frame of f ran): name the user's line,
+            # as the C path's twin does by calling f from the user's frame
+            raise ArgumentError(f"{callsite()}: {e}") from None
     return g
 
 
@@ -1282,7 +1346,9 @@ Array._wrap = staticmethod(_wrap)
 for _m in ("sum", "prod", "mean", "max", "min", "any", "all", "argmax", "argmin", "var", "std",
            "clip", "dot", "reshape", "transpose", "ravel", "flatten", "copy", "astype"):
     setattr(Array, _m, numpy_twin(Array.__dict__[_m], getattr(np.ndarray, _m)))
-_IINFO = {D.int32: (-(1 << 31), (1 << 31) - 1), D.int64: (-(1 << 63), (1 << 63) - 1)}
+# the range of every integer dtype a Python int operand may take (the C record path reads it
+# too: a loop dtype missing here would let an out-of-range int through unchecked)
+_IINFO = dict(D.INT_RANGE)
 
 
 def _binop(name, reflected=False):
@@ -1345,7 +1411,8 @@ def _binop(name, reflected=False):
                     and other._port.shape and self._port.shape):
                 try:
                     a, b = (k, self._port.dtype) if reflected else (self._port.dtype, k)
-                    _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
+                    if not signed_vs_uint64(name, (a, b)):     # (recorded as four ops)
+                        _FAST[(name, self._port.dtype, k, reflected)] = map_dtypes(op, [a, b])
                 except TypeError:
                     pass
         return r
@@ -1489,3 +1556,10 @@ def broadcast_to(x, shape, site=None):
         k = nd - len(p.shape) + j
         new_st[k] = st[j] if s != 1 else 0
     return _view(p, off, shape, new_st, site, src=x)
+
+
+# ---- the C record path ----------------------------------------------------------------------
+# When the extension is built and on, Array's operators, its finalizer and ``_enqueue_plain``
+# are replaced by their C twins (frontend/native.py; the Python above stays the definition and
+# takes every case the C path leaves to it). native.py reads this module's classes and memos.
+_enqueue_plain = _native.install(_enqueue_plain)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
-from .errors import ArgumentError, DTypeError, callsite, record_error
 
 
 def _dt(dtype, default=None):
@@ -25,12 +25,9 @@ def _order_device_like(name, order, device, like, site):
         raise record_error(ArgumentError, f"{name}: like= is not supported by streamrt", site)
 
 
-def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None, chunks=None):
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """A streamrt array from an array-like (copied; later changes to ``a`` do not leak in).
-    ``chunks``: partitioned along axis 0 on a Dask cluster (``ps.distributed``)."""
-    if chunks is not None:
-        from ..distributed import asarray as dist_asarray
-        return dist_asarray(a, chunks, dtype)
+    (``ps.asarray`` also takes ``chunks=``: a Dask-partitioned array, ``ps.distributed``.)"""
     site = callsite()
     _order_device_like("asarray", order, device, like, site)
     if isinstance(a, Array):
@@ -44,10 +41,12 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None, chu
         raise record_error(ValueError, "asarray: copy=False, but a streamrt array never shares "
                            "memory with host data (the recorded program must not change when "
                            "the source does): a copy is needed", site)
+    if dtype is not None:       # converted straight to ``dtype``, as NumPy's (exact for ints
+        return Array._wrap(const_port(a, site, dtype))       # past 2**53 in a list)
     arr = np.asarray(a)
     if arr.dtype.kind in "OUSVMm":
         raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt", site)
-    return Array._wrap(const_port(arr, site, dtype))
+    return Array._wrap(const_port(arr, site))
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -55,12 +54,14 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     _order_device_like("array", order, None, like, site)
     if isinstance(object, Array):
         r = object.copy() if dtype is None else object.astype(dtype)
+    elif dtype is not None:
+        r = Array._wrap(const_port(object, site, dtype))
     else:
         arr = np.asarray(object)
         if arr.dtype.kind in "OUSVMm":
             raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt",
                                site)
-        r = Array._wrap(const_port(arr, site, dtype))
+        r = Array._wrap(const_port(arr, site))
     if ndmin > r.ndim:
         r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
     return r

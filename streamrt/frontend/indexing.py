@@ -19,12 +19,17 @@ import weakref
 
 import numpy as np
 
-from .. import dtypes as D
-from ..config import settings
-from ..scheduler import tiers as _tiers
-from ..scheduler.workqueue import DONE, Port, c_strides, current_queue, strided
-from .errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
-                     StreamrtOverflowError, callsite, record_error)
+from ..core import dtypes as D
+from ..core.config import settings
+from ..core.ir import DONE, Port, c_strides, strided
+from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
+                           StreamrtOverflowError, callsite, record_error)
+from ..core.errors import MacroError
+from ..core.ops import OPS
+from ..backends.intrinsics import INTRINSICS
+from ..runtime import tiers as _tiers
+from ..runtime.workqueue import current_queue
+from . import array as _array
 
 
 # ---- aliases ----------------------------------------------------------------------------------
@@ -49,7 +54,6 @@ def _base_of(p):
 
 def rebind(old, new, extra, site):
     """Every Array aliasing base ``old`` now aliases base ``new`` (same shape and dtype)."""
-    from .array import _decref
     arrs = {}
     for r in (old.holders or {}).values():
         a = r()
@@ -64,7 +68,7 @@ def rebind(old, new, extra, site):
             a._port = new
             new.nrefs += 1
             register(new, a)
-            _decref(old)
+            _array._decref(old)
         elif p.kind == "view" and p.inputs[0] is old:
             nv = Port("view", "view", p.dtype, p.shape, (new,), p.params, site)
             new.nrefs += 1
@@ -76,13 +80,12 @@ def rebind(old, new, extra, site):
             a._port = nv
             nv.nrefs += 1
             register(new, a)
-            _decref(p)
+            _array._decref(p)
 
 
 def _check_macro_input(base, site):
     rec = current_queue().recording
     if rec is not None and base.id in rec.input_ids:
-        from .errors import MacroError
         raise record_error(MacroError, f"assignment to an input of the macro {rec.name!r}: "
                            "inputs are read-only inside a macro (copy it first: "
                            "x = x.copy())", site)
@@ -99,7 +102,6 @@ def _check_writable(p, site):
 def _value_port(value, dt, tshape, site):
     """The assigned value as a port broadcastable to ``tshape`` (NumPy's setitem casting:
     any value converts, Python integers must fit, NaN/inf do not become integers)."""
-    from .array import Array, const_port, operand, reshape
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         if D.is_int(dt) and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             info = np.iinfo(dt)
@@ -108,10 +110,10 @@ def _value_port(value, dt, tshape, site):
                                    f"bounds for {dt}", site)
         if D.is_int(dt) and isinstance(value, (float, np.floating)) and not np.isfinite(value):
             raise record_error(ValueError, f"cannot convert float {value} to integer", site)
-        return const_port(np.asarray(value).astype(dt), site)
-    v = operand(value, site)
+        return _array.const_port(np.asarray(value).astype(dt), site)
+    v = _array.operand(value, site)
     if v.kind == "scalar":
-        v = const_port(np.asarray(v.scalar), site)
+        v = _array.const_port(np.asarray(v.scalar), site)
     vshape = v.shape
     try:
         if tuple(np.broadcast_shapes(vshape, tshape)) != tuple(tshape):
@@ -123,7 +125,8 @@ def _value_port(value, dt, tshape, site):
             raise record_error(ShapeError, f"could not broadcast input array from shape "
                                f"{vshape} into shape {tshape}", site) from None
     if len(vshape) > len(tshape):            # NumPy drops leading length-1 dims of the value
-        v = reshape(Array._wrap(v), vshape[len(vshape) - len(tshape):], site=site)._port
+        v = _array.reshape(_array.Array._wrap(v), vshape[len(vshape) - len(tshape):],
+                           site=site)._port
     return v
 
 
@@ -133,19 +136,18 @@ def _full(base, off, shape, st):
 
 
 def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
-    """The NumPy tier's write (scheduler/tiers.py): ``base`` is a computed host buffer, so
+    """The NumPy tier's write (runtime/tiers.py): ``base`` is a computed host buffer, so
     the region is written in place with NumPy's own assignment -- every view of the buffer
     sees it, as in NumPy -- once the recorded work that reads the buffer has run. ``key``:
     an advanced index into the region (a scatter). False when the write must be recorded
     instead: the base is not computed, a macro is being recorded, or the value is still to
     be computed and no NumPy-tier view needs the buffer itself (the recorded update then
     fuses into the kernel computing the value)."""
-    from .array import Array, host
     bv = base.value
     if base.state != DONE or type(bv) is not np.ndarray or not _tiers.eager_now():
         return False
-    if isinstance(value, Array):
-        vh = host(value)
+    if isinstance(value, _array.Array):
+        vh = _array.host(value)
         if vh is None:
             if not base.eager_views:
                 return False
@@ -177,7 +179,6 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
 def write_region(arr, off, shape, st, value, site, owned=False):
     """``base(arr)[region] = value`` with NumPy semantics (see the module docstring).
     ``owned``: ``value`` is a temporary Array nobody else holds (its port may be adopted)."""
-    from .array import Array, _enqueue, astype, broadcast_to
     base = _base_of(arr._port)
     _check_macro_input(base, site)
     _check_writable(arr._port, site)
@@ -193,14 +194,14 @@ def write_region(arr, off, shape, st, value, site, owned=False):
         if owned and v.kind == "map" and v.shape == tuple(shape) and v.dtype == dt:
             new = v
         else:
-            va = broadcast_to(Array._wrap(v), tuple(shape), site=site) \
-                if v.shape != tuple(shape) else Array._wrap(v)
-            new = astype(va, dt, site=site)._port
+            va = _array.broadcast_to(_array.Array._wrap(v), tuple(shape), site=site) \
+                if v.shape != tuple(shape) else _array.Array._wrap(v)
+            new = _array.astype(va, dt, site=site)._port
             if new.kind != "map":           # a folded constant: copy it into a fresh port
-                new = _enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
+                new = _array._enqueue(Port("map", "astype", dt, tuple(shape), (new,), (), site,
                                     loop_dtype=dt))._port
     else:
-        new = _enqueue(update_port(base, v, off, shape, st, site))._port
+        new = _array._enqueue(update_port(base, v, off, shape, st, site))._port
     new.nrefs += 1                      # held while rebinding (the temporary Array may die)
     rebind(base, new, (arr,), site)
     new.nrefs -= 1
@@ -214,11 +215,10 @@ def update_port(base, value, off, shape, st, site):
 
 
 def setitem(arr, key, value):
-    from .array import basic_index
     site = callsite()
     if isinstance(key, Array_t()):
         key = _eval_index(key, site)
-    r = basic_index(arr._port, key, site)
+    r = _array.basic_index(arr._port, key, site)
     if r is None:
         return scatter(arr, key, value, site)
     off, shape, st = r
@@ -226,26 +226,22 @@ def setitem(arr, key, value):
 
 
 def Array_t():
-    from .array import Array
-    return Array
+    return _array.Array
 
 
 def _ufunc_name(name):
-    from ..ops import OPS
     return OPS[name].ufunc or name
 
 
 def _inplace_now(name, a, other, site):
     """The NumPy tier's ``a op= b``: NumPy's own in-place ufunc into ``a``'s computed buffer
     (its casting rule and errors), when ``a`` and ``b`` are computed and small."""
-    from .array import Array, host
-    from ..ops import OPS
     lim = settings.eager_elements
-    av = host(a)
+    av = _array.host(a)
     if av is None or av.size >= lim or not _tiers.eager_now():
         return False
-    if isinstance(other, Array):
-        ov = host(other)
+    if isinstance(other, _array.Array):
+        ov = _array.host(other)
         if ov is None or ov.size >= lim:
             return False
     elif isinstance(other, (bool, int, float, complex, np.generic)):
@@ -268,11 +264,10 @@ def make_inplace(name):
     """``a op= b``: NumPy's ``np.<ufunc>(a, b, out=a)`` (casting 'same_kind', no broadcasting
     of the output), written into ``a`` and every alias of it."""
     def f(self, other):
-        from .array import record_map
         site = callsite()
         if _inplace_now(name, self, other, site):
             return self
-        r = record_map(name, self, other, site=site)
+        r = _array.record_map(name, self, other, site=site)
         if r.dtype != self.dtype and not np.can_cast(r.dtype, self.dtype, "same_kind"):
             raise record_error(DTypeError, f"Cannot cast ufunc '{_ufunc_name(name)}' output "
                                f"from dtype('{r.dtype}') to dtype('{self.dtype}') with casting "
@@ -301,8 +296,7 @@ def make_inplace(name):
 # ---- advanced indexing ------------------------------------------------------------------------
 def _eval_index(k, site):
     """An index array as host data (Arrays are evaluated: the result shape depends on them)."""
-    from .array import Array
-    if isinstance(k, Array):
+    if isinstance(k, _array.Array):
         k = k.numpy()
     a = np.asarray(k)
     if a.dtype == object or (a.dtype.kind not in "biu" and a.size) or a.dtype.kind in "fc" \
@@ -316,12 +310,11 @@ def _eval_index(k, site):
 
 def _normalize_key(key, site):
     """(key with host index arrays, positions of the arrays in it)."""
-    from .array import Array
     if not isinstance(key, tuple):
         key = (key,)
     out, arrays = [], []
     for k in key:
-        if isinstance(k, (Array, np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
+        if isinstance(k, (_array.Array, np.ndarray, list)) or isinstance(k, (bool, np.bool_)):
             a = _eval_index(k, site) if not isinstance(k, (bool, np.bool_)) else np.bool_(k)
             arrays.append(len(out))
             out.append(a)
@@ -343,14 +336,13 @@ def _probe_shape(shape, key, site):
 
 def _split(key, arrays, site):
     """Key arrays become const ports (inputs of the intrinsic); the static rest is a param."""
-    from .array import _static_key, const_port
     spec, ins = [], []
     for i, k in enumerate(key):
         if i in arrays:
             spec.append(("arr", len(ins)))
-            ins.append(const_port(np.asarray(k), site))
+            ins.append(_array.const_port(np.asarray(k), site))
         else:
-            spec.append(_static_key((k,))[0] if k is not None else None)
+            spec.append(_array._static_key((k,))[0] if k is not None else None)
     return tuple(spec), ins
 
 
@@ -382,18 +374,17 @@ def rebuild_key(spec, arrays):
 
 def gather(arr, key, site=None):
     """``arr[key]`` with integer/boolean array indexes: a gather intrinsic (``arr`` stays lazy)."""
-    from .array import _enqueue
     site = site or callsite()
     key, arrays = _normalize_key(key, site)
     p = arr._port
     shape = _probe_shape(p.shape, key, site)
     spec, ins = _split(key, arrays, site)
-    return _enqueue(Port("intrinsic", "gather", p.dtype, tuple(shape), (p, *ins), (spec,), site))
+    return _array._enqueue(Port("intrinsic", "gather", p.dtype, tuple(shape), (p, *ins), (spec,),
+                                site))
 
 
 def scatter(arr, key, value, site=None, flat=False):
     """``arr[key] = value`` with array indexes (``flat``: on the raveled array, like put)."""
-    from .array import _enqueue
     site = site or callsite()
     key, arrays = _normalize_key(key, site)
     base = _base_of(arr._port)
@@ -408,7 +399,7 @@ def scatter(arr, key, value, site=None, flat=False):
     if all(i is not None for i in idx) and write_in_place(
             base, off, p.shape, st, value, site, key=rebuild_key(spec, idx), flat=flat):
         return
-    new = _enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
+    new = _array._enqueue(Port("intrinsic", "scatter", base.dtype, base.shape, (base, v, *ins),
                         (spec, int(off), tuple(p.shape), tuple(st), bool(flat)), site))._port
     new.nrefs += 1
     rebind(base, new, (arr,), site)
@@ -433,7 +424,6 @@ def run_scatter(p, old, value, *arrays):
 
 
 def _install():
-    from ..proggen.intrinsics import INTRINSICS
     INTRINSICS["gather"] = run_gather
     INTRINSICS["scatter"] = run_scatter
 

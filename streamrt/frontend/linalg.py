@@ -9,13 +9,16 @@ import collections
 
 import numpy as np
 
-from .. import dtypes as D
-from ..ops import reduction_dtypes
-from ..scheduler.workqueue import Port
+from ..core import dtypes as D
+from ..core.ops import reduction_dtypes
+from ..core.ir import Port
+from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
 from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, finish_out,
                     numpy_twin, twin_namespace,
                     normalize_axes, operand, record_map, record_reduce, reshape)
-from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from .array import _view, transpose
+from .shape import diagonal_region
+from .indexing import write_region
 
 
 class LinAlgShapeError(ShapeError, np.linalg.LinAlgError):
@@ -37,7 +40,7 @@ def _intrinsic(op, dtype, shape, inputs, params, site):
                          tuple(params), site))
 
 
-_RESULT: dict = {}      # dtypes -> their result dtype (np.result_type is ~1 us a call)
+_RESULT: dict = {}      # dtypes -> their result dtype (np.result_type is slow: memoised)
 
 
 def _result(site, *dts):
@@ -315,7 +318,6 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal: a strided view and a fused sum."""
-    from .array import _view
     site = callsite()
     p = _port(a, site)
     nd = len(p.shape)
@@ -326,7 +328,6 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
                                                                          "trace")[0]
     if a1 == a2:
         raise record_error(ArgumentError, "trace: axis1 and axis2 cannot be the same", site)
-    from .shape import diagonal_region
     off, shape, strides = diagonal_region(p, int(offset), a1, a2)
     diag = _view(p, off, shape, strides, site)
     return finish_out("trace", record_reduce("sum", diag, (nd - 2,), False, dtype, site=site),
@@ -335,7 +336,6 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def matrix_transpose(x, /):
     """Swap the last two axes (a view)."""
-    from .array import transpose
     site = callsite()
     p = _port(x, site)
     if len(p.shape) < 2:
@@ -449,7 +449,6 @@ def correlate(a, v, mode="valid"):
 def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None):
     """In-place sort, as NumPy's: the sorted values are written into this array (a region
     write, so every view of it sees them)."""
-    from .indexing import write_region
     site = callsite()
     if axis is None:
         raise record_error(ArgumentError, "sort: axis must be an integer for an in-place sort "

@@ -17,18 +17,17 @@ import functools
 
 import numpy as np
 
+from ..core import hooks, keys, stats
+from ..core.config import settings
+from ..core.ir import DONE, NEW, SUBMITTED, Port, is_scratch, scratch_port
+from ..core.errors import ArgumentError, MacroError, callsite, record_error
+from .. import compiler
+from ..compiler import sequence
+from ..backends import registry
 from ..backends.numba_cpu import jit
-from .. import stats
-from ..caches import keys, macro_cache
-from ..config import settings
-from ..executors import registry
-from ..proggen import sequence
-from ..profiler import collector
-from ..scheduler import cscheduler
-from ..scheduler.workqueue import DONE, NEW, SUBMITTED, Port, current_queue, is_scratch, \
-    scratch_port
+from ..runtime import macro_cache, cscheduler, direct
+from ..runtime.workqueue import current_queue
 from .array import Array, const_port
-from .errors import ArgumentError, MacroError, callsite, record_error
 
 
 class _Recording:
@@ -228,7 +227,7 @@ class Macro:
         key = (self, sig, keys.settings_key(executor.name))
         cache = macro_cache.get()
         sec = cache.section(key)
-        prof = collector._active
+        prof = hooks.profiler
         if sec is not None:
             if sec.direct and cscheduler.direct_ok():
                 if q.entries:
@@ -377,7 +376,6 @@ class Macro:
         leaves = [Array._wrap(ports[o[1]]) for o in sec.outputs]
         seq = sequence.instantiate(sec.template, ports)
         if sec.direct is None and jit.all_ready(seq):
-            from ..executors import direct
             sec.direct = (settings.direct_replay and direct.plan(
                 sec, seq, ports, executor, Array._wrap, _unflatten)) or False
         cscheduler.submit_replay(seq, ports, executor)
@@ -385,8 +383,7 @@ class Macro:
 
 
 def proggen_generate(entries, executor):
-    from .. import proggen
-    return proggen.generate(entries, executor.caps)
+    return compiler.generate(entries, executor.caps)
 
 
 def macro(fn=None, *, static_argnames=(), name=None):

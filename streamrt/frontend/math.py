@@ -7,15 +7,16 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes as D
-from ..ops import OPS, REDUCTIONS
-from ..ops import reduction_dtypes
-from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, twin_namespace, astype as _astype, broadcast_to as _broadcast_to,
-                    _NoValue, _as_array, _const, _mask, canonical_dtype, finish_out,
-                    normalize_axes, operand, record_map, record_reduce, record_unary,
-                    reduce_kw, reshape as _reshape, transpose as _transpose)
-from .errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from ..core import dtypes as D
+from ..core.ops import OPS, REDUCTIONS, reduction_dtypes
+from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
+from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, _NoValue, _as_array, _const, _mask,
+                    astype as _astype, broadcast_to as _broadcast_to, canonical_dtype,
+                    finish_out, normalize_axes, operand, record_map, record_reduce,
+                    record_unary, reduce_kw, reshape as _reshape, transpose as _transpose,
+                    twin_namespace)
 from . import native as _native
+from .shape import nonzero
 
 __all__ = []
 
@@ -98,10 +99,23 @@ for _name, _op in OPS.items():
         __all__.append(_al)
 
 
+_real = _g["real"]
+
+
+def real(val, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
+         subok=True, signature=None):
+    """NumPy's ``np.real``: the real part of a complex array; a real array itself (NumPy
+    returns the very array, so a write into either is seen through both)."""
+    if isinstance(val, Array) and val.dtype.kind != "c" and out is None and where is True \
+            and dtype is None:
+        return val
+    return _real(val, out=out, where=where, casting=casting, order=order, dtype=dtype,
+                 subok=subok, signature=signature)
+
+
 def where(condition, x=None, y=None, /):
     site = callsite()
     if x is None and y is None:
-        from .shape import nonzero        # evaluates the condition (data-dependent shape)
         return nonzero(condition)
     if x is None or y is None:
         raise record_error(ArgumentError, "either both or neither of x and y should be given",
@@ -225,6 +239,14 @@ def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoVa
     r = _as_array(a, site)
     if dtype is not None:
         r = _astype(r, canonical_dtype(dtype, site), site=site)
+    if D.is_int(r.dtype):
+        # NumPy 2: a Python int bound beyond the dtype's range on the side it cannot clip
+        # (uint8 with a_min=-1, a_max=300) clips nothing; on the other side it raises
+        imin, imax = D.INT_RANGE[r.dtype]
+        if type(lo) is int and lo < imin:
+            lo = None
+        if type(hi) is int and hi > imax:
+            hi = None
     if lo is None and hi is None:
         r = _astype(r, r.dtype, site=site)
     if lo is not None:

@@ -1,4 +1,4 @@
-"""The C record path (streamrt/_native.c): Array operators, one-operand map functions and
+"""The C record path (frontend/_native.c): Array operators, one-operand map functions and
 Array.__del__ replaced by C objects that record the common case themselves and call the
 Python implementation (which stays the definition) for everything else.
 
@@ -9,27 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 
-from ..config import settings
+import numpy as np
 
-ABI = 3     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+from ..core import config, dtypes as D, errors, hooks, ir, keys, stats
+from ..core.config import settings
+from ..core.ops import OPS, UFUNC_TO_OP
+from ..runtime import cscheduler, tiers, trace_cache, workqueue
+from . import array, pieces
+
+ABI = 4     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
-    from .. import _native
+    from . import _native
 except ImportError:          # not built (no compiler at install time): the Python path
     _native = None
 if _native is not None and getattr(_native, "ABI", None) != ABI:
-    import warnings
     warnings.warn("streamrt: the C record path was built from an older source; recording in "
                   "Python (rebuild: pip install -e . or ./dev.sh)", RuntimeWarning)
     _native = None
 
 _on = settings.native             # (STREAMRT_NATIVE, read once: the operators are replaced at import)
 _installed = False
-# the work queue's lock (scheduler/workqueue.py): threading.RLock's methods, taken by the C path
-# without a method call
-QueueLock = _native.QueueLock if _native is not None and _on else None
+if _native is not None and _on:
+    # the work queue's lock: threading.RLock's methods, taken by the C path without a call
+    workqueue.use_lock(_native.QueueLock)
 
 
 def available() -> bool:
@@ -43,29 +49,24 @@ def _enable_state():
     return was
 
 
-def install():
-    """Configure the C path with the Python path's classes and memo dicts, and put the C
-    operators on Array (called once, by ``streamrt/__init__.py`` after the namespace)."""
+def install(enqueue_plain):
+    """Configure the C path with the Python path's classes and memo dicts and put the C
+    operators on Array; returns the enqueue function the record path is to use -- the C one,
+    or ``enqueue_plain`` when the C path is not built or off (called once, at the end of
+    array.py)."""
     global _installed
     if _installed or _native is None or not _on:
-        return
-    from .. import config
-    from ..caches import keys, trace_cache
-    import numpy as np
-    from .. import dtypes as D
-    from ..ops import OPS, UFUNC_TO_OP
-    from ..scheduler import tiers, workqueue
-    from . import array, errors, pieces
+        return enqueue_plain
     _native.configure({
-        "Array": array.Array, "Port": workqueue.Port, "CallSite": errors.CallSite,
-        "WorkQueue": workqueue.WorkQueue, "ids": workqueue._ids, "internal": errors._INTERNAL,
+        "Array": array.Array, "Port": ir.Port, "CallSite": errors.CallSite,
+        "WorkQueue": workqueue.WorkQueue, "ids": ir._ids, "internal": errors._INTERNAL,
         "fast": array._FAST, "ufast": array._UFAST, "piecewise": pieces.PIECEWISE.data,
-        "workqueue_dict": vars(workqueue), "current_queue": workqueue.current_queue,
+        "hooks_dict": vars(hooks), "current_queue": workqueue.current_queue,
         "follow": trace_cache.get().follow, "settings": settings,
-        "iinfo": array._IINFO, "enqueue_plain": array._enqueue_plain,
+        "iinfo": array._IINFO, "enqueue_plain": enqueue_plain,
         "key_external": keys._external, "weak_f": array._WEAK_F, "weak_i": array._WEAK_I,
-        "NEW": workqueue.NEW, "DONE": workqueue.DONE, "SUBMITTED": workqueue.SUBMITTED,
-        "DEAD": workqueue.DEAD, "capture": tiers.capture,
+        "NEW": ir.NEW, "DONE": ir.DONE, "SUBMITTED": ir.SUBMITTED,
+        "DEAD": ir.DEAD, "capture": tiers.capture,
         "refs": {n: o.ref for n, o in OPS.items() if o.kind == "map" and not o.counter},
         "ufunc_ops": {getattr(np, u): n for u, n in UFUNC_TO_OP.items()
                       if isinstance(getattr(np, u, None), np.ufunc)},
@@ -87,14 +88,12 @@ def install():
         op = getattr(f, "_inplace_op", None)
         if op is not None:
             setattr(Array, name, functools.update_wrapper(_native.Fast(2, op, f), f))
-    array._enqueue_plain = _native.enqueue    # (ports the Python path builds, queued in C)
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     config.listeners.append(_native.settings_changed)
-    from ..scheduler import cscheduler
-    cscheduler.released_flags = _native.released_flags
-    cscheduler._unwritten = _native.unwritten
+    cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
+    return _native.enqueue            # (ports the Python path builds, queued in C)
 
 
 def count(reset=False) -> int:
@@ -135,3 +134,18 @@ def disabled():
         yield
     finally:
         _native.enable(was)
+
+
+def _stats(snapshot):
+    snapshot["native_record"] = int(available())     # (1: the C record path records; a state)
+    snapshot["ops_recorded_native"] = count()
+    snapshot["ops_eager"] = tiers.counts() + eager_count()      # (the NumPy tier: Python + C)
+
+
+def _reset():
+    count(reset=True)
+    eager_count(reset=True)
+    tiers.reset_counts()
+
+
+stats.register_reader(_stats, _reset)

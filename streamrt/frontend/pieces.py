@@ -17,10 +17,9 @@ Array held by the caller's evaluation stack alone, told by its reference count i
 method, as NumPy's temporary elision does (``_TEMP_RC`` in array.py; 0, chaining off, on an
 interpreter where the count does not tell). A whole periodic stencil step,
 ``2u - u_prev + c2 (roll(u, 1) + roll(u, -1) - 2u)``, is then one kernel per interval writing
-only its result (wave: 136 -> 85 ms, the hand-written Numba loop 80). A result the program keeps
-(the next step's ``u``, a named variable) is read as the assembled array: reading its pieces
-there fused the next step's first ops into this step's kernels, stored from there (more
-traffic than the copy saved: 414 -> 917 ms when every result chained). A region write nobody
+only its result. A result the program keeps (the next step's ``u``, a named variable) is read
+as the assembled array: reading its pieces there would fuse the next step's first ops into
+this step's kernels, stored from there -- more traffic than the copy saves. A region write nobody
 reads (the assembled intermediates) is dead, and so is what only it read.
 
 Only arrays of at least ``MIN_ELEMENTS`` are cut: below that, kernel launches cost more than
@@ -29,8 +28,9 @@ from __future__ import annotations
 
 import weakref
 
-from ..ops import OPS
-from ..scheduler.workqueue import DEAD, NEW, Port, c_strides, scratch_port
+from ..core.ops import OPS
+from ..core.ir import DEAD, NEW, Port, c_strides, scratch_port
+from . import array as _array, indexing as _indexing
 
 MIN_ELEMENTS = 1 << 16
 CHAIN = True            # chained results (off: only rolled and concatenated arrays, to compare)
@@ -114,16 +114,14 @@ def _cut_shape(shape, axis, a, b):
 def _cut(p, axis, a, b, ins):
     """Map port ``p``'s op recorded over the interval ``[a, b)`` of ``axis`` from the inputs
     ``ins`` (an Array; its dtypes are ``p``'s, already validated)."""
-    from .array import _enqueue_plain
-    return _enqueue_plain(Port("map", p.op, p.dtype, _cut_shape(p.shape, axis, a, b), ins,
+    return _array._enqueue_plain(Port("map", p.op, p.dtype, _cut_shape(p.shape, axis, a, b), ins,
                                p.params, p.site, loop_dtype=p.loop_dtype))
 
 
 def _slice(p, axis, a, b, site):
     """A view of ``p`` (any port) restricted to ``[a, b)`` along ``axis``."""
-    from .array import _view
     _, off, st = p.base_view()
-    return _view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
+    return _array._view(p, off + a * st[axis], _cut_shape(p.shape, axis, a, b), st, site)._port
 
 
 def _piece(i, port, axis, a, b, memo, budget, temps=()):
@@ -160,12 +158,11 @@ def _assemble(port, axis, subs):
     """A new array of ``port``'s shape and dtype whose interval starting at ``a`` is written
     by ``sub`` for each ``(a, sub)`` of ``subs`` (region writes, each fused into the kernel
     computing its value)."""
-    from .array import _enqueue_plain
-    from .indexing import update_port
     cur = scratch_port(port.shape, port.dtype, port.site)
     st = c_strides(port.shape)
     for a, sub in subs:
         v = sub._port
-        out = _enqueue_plain(update_port(cur, v, a * st[axis], v.shape, st, port.site))
+        out = _array._enqueue_plain(_indexing.update_port(cur, v, a * st[axis], v.shape, st,
+                                                          port.site))
         cur = out._port
     return out

@@ -14,15 +14,15 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes as D
+from ..core import dtypes as D
+from ..core.errors import ArgumentError, ShapeError, callsite, not_lazy, record_error
+from ..core.ir import scratch_port
 from .array import (HANDLED_FUNCTIONS, Array, _view, astype, basic_index, broadcast_to,
-                    twin_namespace,
                     const_port, finish_out, normalize_axes, operand, record_map, reshape,
-                    scalar_const, transpose)
-from .errors import (ArgumentError, ShapeError, callsite, not_lazy, record_error)
-from ..scheduler.workqueue import scratch_port
+                    scalar_const, transpose, twin_namespace)
 from . import pieces as _pieces
 from .indexing import gather, scatter, write_region
+from .array import record_reduce
 
 __all__ = []
 
@@ -592,7 +592,6 @@ def argwhere(a):
 @_export
 def count_nonzero(a, axis=None, keepdims=False):
     site = callsite()
-    from .array import record_reduce
     x = _arr(a, site)
     nz = record_map("not_equal", x, 0, site=site) if x.dtype != D.bool_ else x
     return record_reduce("sum", astype(nz, D.int64, site=site), axis, keepdims, site=site)

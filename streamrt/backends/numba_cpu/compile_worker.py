@@ -10,12 +10,16 @@ import pickle
 import sys
 import time
 
+import numpy as np
+
+from .executor import _setup_numba
+from .program_cache import _slp
+
 
 def numba_types(desc):
     """Numba's types of the arguments described by jit.describe: what numba.typeof gives the
     application's arguments, so the compiled entry is the one its call looks up."""
-    import numba
-    import numpy as np
+    import numba            # (Numba: the worker loads it for its first compile)
     out = []
     for d in desc:
         if d[0] == "A":
@@ -31,8 +35,6 @@ def numba_types(desc):
 def compile_one(path, name, fn, desc):
     """Compile ``fn`` of the module at ``path`` for the argument types ``desc`` (Numba writes
     its cache files beside the module, as the application's own first call would)."""
-    from ...executors.cpu import _setup_numba
-    from ...caches.program_cache import _slp
     _setup_numba()
     mod = sys.modules.get(name)
     if mod is None:

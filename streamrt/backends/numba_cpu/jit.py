@@ -22,9 +22,9 @@ import sys
 import threading
 import time
 
-from ... import stats
-from ...config import settings
-from ...caches import program_cache
+from ...core import stats
+from ...core.config import settings
+from . import program_cache
 
 COLD, QUEUED, READY, FAILED = "cold", "queued", "ready", "failed"
 NUMBA_LOAD_S = 0.6       # importing Numba and starting its thread pool, once per process
@@ -309,6 +309,13 @@ class _Progress:
         with self.lock:
             if not n or self.since is None or self.status is not None:
                 return
-            from rich.console import Console
+            from rich.console import Console    # (~30 ms to import: on the first status line)
             self.status = Console(stderr=True).status(self._text(n))
             self.status.start()
+
+
+def _stats(snapshot):
+    snapshot["compiles_in_flight"] = in_flight()
+
+
+stats.register_reader(_stats, lambda: None)

@@ -1,0 +1,305 @@
+"""What every backend has: the ``Backend`` descriptor, the executor interface (alloc, free,
+copy_in, copy_out, compile, launch, synchronize) with a worker thread that runs launched
+programs in order and reports completion to the E-Scheduler, output allocation, the host
+buffer pool, and the reference (NumPy) evaluation of one port."""
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..core import dtypes as D, hooks, stats, config
+from ..core.config import settings
+from ..core.ops import OPS, REDUCTIONS, loop_operands
+from ..compiler.sequence import elements
+from .intrinsics import INTRINSICS
+
+
+def alloc_outputs(prog, ex):
+    """Output buffers of ``prog`` from executor ``ex`` (a region write that reuses its base's
+    buffer gets none)."""
+    k = prog.kernel
+    skip = [a.port for a in k.stores if a.role == "alias"] if k is not None else ()
+    for p in prog.outputs:
+        if p.value is None and not any(p is q for q in skip):
+            p.value = ex.alloc(p.shape, p.dtype)
+
+
+class HostPool:
+    """Large host result buffers (at least ``MIN_BYTES``) kept for reuse: a pooled buffer is
+    handed out again once nothing references it any more -- no array, view or exported buffer
+    derived from it (every NumPy view keeps its base alive, so the base's reference count says
+    so). A step that makes a new 32 MB result then gets the previous step's buffer with its
+    pages mapped, instead of asking malloc, whose main heap fragments when small allocations
+    land in the freed holes of large ones and then grows (and faults in) by the size of a
+    result at every step. At most ``STREAMRT_HOST_HEAP_BYTES`` are pooled; beyond that buffers are plain ``np.empty``."""
+    MIN_BYTES = 1 << 20
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.by_size = {}          # nbytes -> [base uint8 array] (free or in use)
+        self.total = 0
+
+    def take(self, nbytes):
+        """A 1-D uint8 buffer of ``nbytes``: a free pooled one, or a new one (pooled if the
+        limit allows)."""
+        with self.lock:
+            bufs = self.by_size.get(nbytes)
+            if bufs:
+                for b in bufs:
+                    # references: the list, ``b``, getrefcount's argument -- nothing else
+                    if sys.getrefcount(b) == 3:
+                        stats.add("host_buffers_reused")
+                        return b
+            b = np.empty(nbytes, np.uint8)
+            if self.total + nbytes <= settings.host_heap_bytes:
+                self.by_size.setdefault(nbytes, []).append(b)
+                self.total += nbytes
+            return b
+
+    def array(self, shape, dtype):
+        """An array of ``shape`` and ``dtype`` over a buffer ``take`` hands out."""
+        dtype = np.dtype(dtype)
+        return self.take(dtype.itemsize * math.prod(shape)).view(dtype).reshape(shape)
+
+
+host_pool = HostPool()
+
+
+class Backend:
+    """One backend as the rest of streamrt knows it: defined by its folder
+    (``backends/<folder>/__init__.py``: ``BACKEND``), listed in registry.py.
+
+    ``name``        its STREAMRT_BACKEND value
+    ``executor``    its Executor class (created once per process, without arguments)
+    ``caps``        what the compiler asks of it: ``render(kernel, plan)``, ``render_scan``,
+                    ``max_ops``, the passes it takes (compiler/passes.py); ``complex`` is
+                    derived from ``dtypes``
+    ``dtypes``      the dtypes its kernels compute in (a kernel over another runs on the CPU)
+    ``dialect``     its c_render.Dialect (the C backends)
+    ``device``      it has memory of its own: placement weighs transfers, ps.devices() lists
+                    its devices, and a device that cannot open is served by the CPU executor
+    ``discover``    () -> [device dicts] for ps.devices() and placement, or None
+    ``estimate``    (device dict or None) -> (launch seconds, element-ops per second, host
+                    transfer bytes per second): what placement assumes before measuring
+    ``cache_dirs``  directories under STREAMRT_CACHE_DIR its compilers write (listed by
+                    ps.cache_info(), emptied by ps.clear_caches(disk=True)); ``cache_listed``:
+                    listed, never emptied
+    ``settings``    its own STREAMRT_* flags, {name: config.Flag}
+    """
+
+    __slots__ = ("name", "executor", "caps", "dtypes", "dialect", "device", "discover",
+                 "estimate", "cache_dirs", "cache_listed", "settings")
+
+    def __init__(self, name, executor, caps, dtypes, dialect=None, device=False,
+                 discover=None, estimate=None, cache_dirs=(), cache_listed=(), settings=None):
+        self.name, self.executor, self.dialect, self.device = name, executor, dialect, device
+        self.dtypes = tuple(np.dtype(d) for d in dtypes)
+        self.caps = dict(caps, complex=any(d.kind == "c" for d in self.dtypes))
+        self.discover, self.estimate = discover, estimate
+        self.cache_dirs, self.cache_listed = tuple(cache_dirs), tuple(cache_listed)
+        self.settings = dict(settings or {})
+        for key, flag in self.settings.items():
+            config.declare(key, flag)
+        executor.backend = self
+
+    def __repr__(self):
+        return f"Backend({self.name!r}, {self.executor.__name__})"
+
+
+class Executor:
+    name = "base"
+    backend = None          # its Backend (set by the descriptor of the backend it serves)
+    # Programs submitted run one at a time in submission order on the worker thread, so the
+    # E-Scheduler may submit a program whose inputs are still being computed by programs
+    # queued before it here (scheduler/escheduler.py). Executors that reorder set False.
+    in_order = True
+
+    @property
+    def caps(self):
+        """What the compiler asks of this executor's kernels (its Backend's caps)."""
+        return self.backend.caps
+
+    def __init__(self):
+        self._q = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self.run_lock = threading.Lock()   # one launch at a time (worker or inline caller)
+
+    # ---- memory --------------------------------------------------------------------------
+    def alloc(self, shape, dtype):
+        dtype = np.dtype(dtype)
+        n = dtype.itemsize * math.prod(shape)
+        if n >= HostPool.MIN_BYTES and not dtype.hasobject:
+            a = host_pool.array(shape, dtype)
+        else:
+            a = np.empty(shape, dtype)
+        stats.add("bytes_allocated", a.nbytes)
+        stats.add("buffers_allocated")
+        return a
+
+    def launch_parts(self, parts):
+        """Run the pieces of a split program in order, each with its own output buffers."""
+        for part in parts:
+            alloc_outputs(part, self)
+            self.launch(part)
+
+    def free(self, buf):
+        pass  # host memory: dropped references are freed by Python
+
+    def copy_in(self, host):
+        return host
+
+    def copy_out(self, buf):
+        return buf
+
+    # ---- programs ------------------------------------------------------------------------
+    def compile(self, prog):
+        return None
+
+    def launch(self, prog):
+        """Run one program synchronously on the calling (worker) thread."""
+        raise NotImplementedError
+
+    def synchronize(self):
+        done = threading.Event()
+        self._q.put(("sync", done))
+        done.wait()
+
+    # ---- asynchronous submission ---------------------------------------------------------
+    def submit(self, prog, on_done):
+        """Queue ``prog`` for the worker; ``on_done([(prog, error, seconds), ...])`` is called
+        on the worker thread once the program has run (several completions per call when
+        small programs run back to back)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._worker, name=f"streamrt-{self.name}",
+                                                daemon=True)
+                self._thread.start()
+        self._q.put(("run", prog, on_done))
+
+    def _worker(self):
+        done = []           # completions not reported yet: [(on_done, prog, err, seconds)]
+        while True:
+            if done and self._q.empty():
+                _report(done)
+                done = []
+            msg = self._q.get()
+            if msg[0] in ("stop", "sync"):
+                if done:
+                    _report(done)
+                    done = []
+                if msg[0] == "stop":
+                    return
+                msg[1].set()
+                continue
+            _, prog, on_done = msg
+            if done and (len(done) >= 64 or elements(prog) > settings.inline_elements):
+                _report(done)           # nobody waits behind a long program for these
+                done = []
+            # an input produced by a program queued before this one that failed: not run
+            err = next((d.error for d in prog.deps() if d.error is not None), None)
+            t0 = time.perf_counter()
+            if err is None:
+                try:
+                    with self.run_lock:
+                        self.launch(prog)
+                except BaseException as e:  # noqa: BLE001 - delivered to the application
+                    err = e
+            if err is not None:
+                for p in prog.outputs:          # seen by the programs queued after this one
+                    p.error = err
+            dt = time.perf_counter() - t0
+            prof = hooks.profiler
+            if prof is not None and err is None:
+                prof.kernel(prog, self, t0, dt)
+            if settings.debug >= 2:
+                print(f"[streamrt] {self.name} {prog.describe()} {dt * 1e3:.3f} ms",
+                      file=sys.stderr)
+            done.append((on_done, prog, err, dt))
+
+    def stop(self):
+        if self._thread is not None:
+            self._q.put(("stop",))
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
+def _report(done):
+    """Report completed programs to their E-Scheduler callbacks, one call per callback: a
+    worker running many small programs back to back wakes the scheduler thread once per
+    batch instead of once per program (on 2 cores each wake-up competes with the worker)."""
+    by = {}
+    for on_done, prog, err, dt in done:
+        by.setdefault(on_done, []).append((prog, err, dt))
+    for on_done, items in by.items():
+        on_done(items)
+
+
+def run_refop(p, val):
+    """Evaluate one port with NumPy (the reference semantics)."""
+    args = [val(i) for i in p.inputs]
+    with np.errstate(all="ignore"):
+        if p.kind == "map":
+            op = OPS[p.op]
+            if p.op == "astype":
+                r = np.asarray(args[0]).astype(p.dtype)
+            elif op.counter:        # counter-based RNG: scalar parameters, no array inputs
+                r = op.ref(*[int(a) for a in args], shape=p.shape, dtype=p.loop_dtype)
+            else:
+                r = op.ref(*loop_args(p, args))
+        elif p.kind == "reduce":
+            axes, keepdims, acc = p.params
+            x = np.asarray(args[0])
+            if p.op in ("argmax", "argmin"):
+                ax = axes[0] if len(axes) == 1 else None
+                r = REDUCTIONS[p.op].ref(x, axis=ax, keepdims=keepdims)
+            elif p.op in ("sum", "prod", "mean"):
+                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims, dtype=acc if p.op != "mean"
+                                         else None)
+            else:
+                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims)
+        elif p.kind == "intrinsic":
+            r = INTRINSICS[p.op](p, *args)
+        else:
+            raise TypeError(f"cannot evaluate {p}")
+    return np.asarray(r).astype(p.dtype, copy=False).reshape(p.shape)
+
+
+def loop_args(p, args):
+    """Array operands of map port ``p`` cast to the dtypes its kernel loop uses, so NumPy
+    computes in the dtype streamrt promises (bool -> float32, not NumPy's float16)."""
+    want = loop_operands(p.op, p.loop_dtype, len(args))
+    return [a.astype(w, copy=False) if w is not None and isinstance(a, (np.ndarray, np.generic))
+            else a for a, w in zip(args, want)]
+
+
+def scalar_value(p):
+    """A scalar port's value cast to its loop dtype (a NumPy scalar: the C renderers'
+    typed kernel arguments)."""
+    return p.dtype.type(p.scalar)
+
+
+def kernel_scalar(p):
+    """A scalar port's value as a Numba kernel receives it: the Python number of its dtype's
+    kind (``dtypes.PY_NUMBER``: float, complex, int or bool; an unsigned integer as its 64-bit
+    pattern in an int, ``dtypes.u64_bits``), which the kernel casts to the dtype
+    (render_numba.scalar_params). (A Python int too large for int64 under a float dtype
+    arrives as the float it converts to; integer dtypes' values are range-checked when
+    recorded.)"""
+    v = p.scalar
+    t = D.PY_NUMBER[p.dtype.kind]
+    if type(v) is not t:
+        v = t(v.item() if isinstance(v, np.generic) else v)
+    return v
+
+
+def ref_value(i):
+    """Host value of an input port for the reference evaluation (Python scalars stay weak)."""
+    if i.kind == "scalar":
+        return i.scalar if i.params and i.params[0] == "weak" else i.dtype.type(i.scalar)
+    return i.host_value()

@@ -1,0 +1,311 @@
+"""Program cache: generated kernel source -> compiled kernel, in memory (LRU) and on disk under
+STREAMRT_CACHE_DIR (the generated module file + Numba's own ``cache=True`` files next to it),
+so a second process compiles nothing it compiled before.
+
+Each module holds two dispatchers of the same body: ``kernel`` (``parallel=True``) and
+``kernel_serial`` (``prange`` -> ``range``) for arrays too small to be worth waking the
+thread pool. Numba compiles each lazily, on its first call, so only the variants used are
+ever built. Files are written atomically (temporary file, then rename) so several processes
+may share the directory; a module that will not import, or a Numba cache entry that will not
+load, is deleted and rebuilt, never trusted."""
+from __future__ import annotations
+
+import contextlib
+import gc
+import glob
+import importlib.util
+import os
+import sys
+import threading
+import time
+
+from cachetools import LRUCache
+
+from ...core import config, hooks, keys, stats
+
+_mem = LRUCache(1024)       # key -> Kernels
+_by_source: dict = {}                           # source string -> Kernels (fast path)
+_lock = threading.Lock()
+_counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}
+
+
+class Kernels:
+    """The two dispatchers of one generated module, and which of them have run once."""
+    __slots__ = ("parallel", "serial", "path", "key", "called")
+
+    def __init__(self, parallel, serial, path, key):
+        self.parallel, self.serial, self.path, self.key = parallel, serial, path, key
+        self.called = set()
+
+
+def _write_atomic(path, text):
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def module_text(source: str, fn: str) -> str:
+    """The module written to disk: the parallel kernel and its serial twin."""
+    head, sep, body = source.partition(f"def {fn}(")
+    # (a serial call may come from any thread -- a Dask worker's, the application's -- where
+    # numba.get_thread_id() is not a team index: the one scratch row of a blocked reduction)
+    serial = body.replace("prange(", "range(").replace("get_thread_id()", "0")
+    sdeco = "@njit(nogil=True, cache=True, error_model='numpy')"
+    return f"{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
+
+
+def _numba_files(path):
+    folder, name = os.path.split(path)
+    stem = name[:-3]
+    return glob.glob(os.path.join(folder, "__pycache__", f"{stem}.*"))
+
+
+def _discard(path):
+    """Delete a module and its Numba cache files (a corrupt or stale entry)."""
+    for f in [path] + _numba_files(path):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    # Numba's cache unpickles references to the defining module by name.
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def cache_root() -> str:
+    return config.cache_dir()
+
+
+_keys: dict = {}       # source -> program key (a hash of the source and the versions)
+
+
+def _key_of(source, device="cpu"):
+    k = _keys.get(source)
+    if k is None:
+        if len(_keys) > 4 * _mem.maxsize:
+            _keys.clear()
+        k = _keys[source] = keys.program_key("numba", device, source)
+    return k
+
+
+def _path(key):
+    return os.path.join(config.cache_dir(), "numba", f"k_{key}.py")
+
+
+def _write_module(key, source, fn):
+    """The module file of ``source`` on disk (written, or checked and rewritten when it is not
+    the text it should be); its path. (No import: Numba is not loaded here.)"""
+    folder = os.path.join(config.cache_dir(), "numba")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"k_{key}.py")
+    text = module_text(source, fn)
+    try:
+        with open(path) as f:
+            fresh = f.read() != text
+    except OSError:
+        fresh = True
+    except UnicodeDecodeError:
+        fresh = True
+    if fresh:
+        if os.path.exists(path):       # truncated or corrupt: never trusted
+            _discard(path)
+            _counters["rebuilt"] += 1
+        _write_atomic(path, text)
+        _counters["new_modules"] += 1
+    else:
+        _counters["disk_modules"] += 1
+    return path
+
+
+def module_file(source: str, fn: str):
+    """(path, module name) of the module file of generated ``source`` (jit.py's compile
+    worker builds it there)."""
+    key = _key_of(source)
+    with _lock:
+        return _write_module(key, source, fn), f"streamrt_k_{key}"
+
+
+def _marker(source, what):
+    return _path(_key_of(source))[:-3] + f".{what}"
+
+
+def compiled_on_disk(source: str, serial: bool) -> bool:
+    """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
+    earlier process): its first call then loads it."""
+    return os.path.exists(_marker(source, "serial" if serial else "parallel"))
+
+
+def mark_compiled(source: str, serial: bool):
+    try:
+        _write_atomic(_marker(source, "serial" if serial else "parallel"), "")
+    except OSError:
+        pass
+
+
+def failed_marker(source: str) -> bool:
+    return os.path.exists(_marker(source, "failed"))
+
+
+def mark_failed(source: str, error: str):
+    """Remember that ``source`` does not compile (the next process interprets it at once)."""
+    try:
+        _write_atomic(_marker(source, "failed"), str(error or ""))
+    except OSError:
+        pass
+
+
+def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
+    """The Kernels for generated ``source`` (compiled lazily, on first call)."""
+    k = _by_source.get(source)
+    if k is not None:
+        stats.add("program_cache_memory_hits")
+        return k
+    key = keys.program_key("numba", device, source)
+    with _lock:
+        k = _mem.get(key)
+        if k is not None:
+            _counters["memory_hits"] += 1
+            stats.add("program_cache_memory_hits")
+            _by_source[source] = k
+            return k
+        path = _write_module(key, source, fn)
+        text = module_text(source, fn)
+        if config.settings.debug >= 4:
+            print(f"[streamrt] kernel k_{key}:\n{source}", file=sys.stderr)
+        name = f"streamrt_k_{key}"
+        try:
+            mod = _load(name, path)
+        except Exception:  # noqa: BLE001 - a damaged file: rebuild it once
+            _discard(path)
+            _counters["rebuilt"] += 1
+            _write_atomic(path, text)
+            mod = _load(name, path)
+        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key)
+        _mem[key] = k
+        if len(_by_source) > 4 * _mem.maxsize:
+            _by_source.clear()
+        _by_source[source] = k
+        return k
+
+
+def call(k: Kernels, serial: bool, args):
+    """Run one variant; the first call of each variant compiles or loads it from disk, and a
+    cache entry Numba cannot load is deleted and compiled afresh (counted)."""
+    d = k.serial if serial else k.parallel
+    if serial in k.called:
+        return d(*args)
+    t0 = time.perf_counter()
+    try:
+        with _slp():
+            d(*args)
+    except Exception as e:  # noqa: BLE001
+        if _is_compile_error(e):
+            raise
+        stats.add("disk_cache_rejected")
+        _discard_numba_cache(k)
+        d = _fresh(d)
+        if serial:
+            k.serial = d
+        else:
+            k.parallel = d
+        with _slp():
+            d(*args)
+    dt = time.perf_counter() - t0
+    if not os.path.exists(k.path[:-3] + (".serial" if serial else ".parallel")):
+        try:                             # (jit.py: this variant is in the disk cache)
+            _write_atomic(k.path[:-3] + (".serial" if serial else ".parallel"), "")
+        except OSError:
+            pass
+    k.called.add(serial)
+    if config.settings.gc_freeze:
+        _freeze()
+    if d.stats.cache_hits:
+        stats.add("kernels_loaded_from_disk")
+        stats.add("program_cache_disk_hits")
+        level = "disk"
+    else:
+        stats.add("kernels_compiled")
+        stats.add("compile_seconds", dt)
+        level = "compiled"
+    prof = hooks.profiler
+    if prof is not None:
+        prof.compile(t0, dt, level, f"k_{k.key}{'_serial' if serial else ''}")
+    return None
+
+
+def _freeze():
+    """Collect, then move every surviving object to the collector's permanent generation
+    (``gc.freeze``). Loading Numba and a first kernel leaves a large graph of tracked objects
+    (more with every kernel) that every full collection would scan again, a stall at a random
+    step of a loop. The collect first frees what compiling left as cyclic garbage; it costs in
+    proportion to the objects created since the last freeze. Objects alive now and
+    turned into cyclic garbage later are not collected (STREAMRT_GC_FREEZE=0 keeps the
+    collector's defaults)."""
+    gc.collect()
+    gc.freeze()
+
+
+@contextlib.contextmanager
+def _slp():
+    """LLVM's SLP vectoriser on while a first call compiles one of streamrt's kernels (Numba
+    reads ``config.SLP_VECTORIZE`` when it builds a module's pass manager, and leaves it off by
+    default): the unrolled lanes of full reductions (render.py ``SPAN``) become vector
+    registers. Restored after: other Numba code in
+    the process keeps Numba's default. The generated header names it, so kernels cached on
+    disk by a streamrt that did not do this are not reused."""
+    from numba.core import config as nconfig    # (Numba: loaded with the first kernel)
+    old = nconfig.SLP_VECTORIZE
+    nconfig.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        nconfig.SLP_VECTORIZE = old
+
+
+def _is_compile_error(e):
+    from numba.core import errors               # (as above)
+    return isinstance(e, (errors.TypingError, errors.LoweringError, errors.UnsupportedError))
+
+
+def _discard_numba_cache(k):
+    for f in _numba_files(k.path):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+
+
+def _fresh(stale):
+    """A new dispatcher for ``stale``'s function: it compiles afresh (the damaged cache files
+    are gone) and writes a sound cache entry for the next process."""
+    import numba                                # (as above)
+    opts = dict(stale.targetoptions)
+    opts.pop("cache", None)
+    opts.pop("nopython", None)      # implied by njit (passing it warns)
+    return numba.njit(cache=True, **opts)(stale.py_func)
+
+
+def cache_info() -> dict:
+    return dict(_counters, memory_entries=len(_mem), memory_max=_mem.maxsize,
+                directory=os.path.join(config.cache_dir(), "numba"))
+
+
+def clear_memory(disk: bool = False):
+    with _lock:
+        _mem.clear()
+        _by_source.clear()
+        if disk:
+            folder = os.path.join(config.cache_dir(), "numba")
+            for f in glob.glob(os.path.join(folder, "k_*.py")):
+                _discard(f)

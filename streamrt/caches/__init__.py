@@ -1,1 +1,0 @@
-"""Caches: keys (one module builds them all) and the program cache."""

@@ -1,0 +1,99 @@
+"""ProgGen backward and forward passes: work-queue entries -> live ops, consumers, stored ports."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..core.ir import NEW, is_scratch
+from .kernel import _space_strides, is_update
+
+
+def collect(entries):
+    """The new compute ports of a flush, in recording order (views included)."""
+    out, seen = [], set()
+    for e in entries:
+        if e[0] == "compute":
+            p = e[1]
+            if p.state == NEW and p.id not in seen:
+                seen.add(p.id)
+                out.append(p)
+    return out
+
+
+def backward(ports):
+    """Liveness: a port is live if an Array still refers to it or a live port consumes it.
+
+    Returns (live ops in order, consumers: port id -> list of consuming ports, dead ports)."""
+    consumers = defaultdict(list)
+    for p in ports:
+        for i in p.inputs:
+            if i.state == NEW:
+                consumers[i.id].append(p)
+    live = {}
+    for p in reversed(ports):
+        live[p.id] = (not p.released) or any(live.get(c.id, False) for c in consumers[p.id])
+    live_ports = [p for p in ports if live[p.id]]
+    dead = [p for p in ports if not live[p.id]]
+    return live_ports, consumers, dead
+
+
+def forward(live_ports, consumers, group_of):
+    """Which live ports must be written to memory: ports an Array still holds, ports read by
+    another program, bases of views. Everything else lives in registers only. (A dead
+    consumer -- a region write into an array nothing reads, frontend/pieces.py -- reads
+    nothing.)"""
+    stored = set()
+    live = {p.id for p in live_ports}
+    for p in live_ports:
+        if p.kind == "view":
+            stored.add(p.inputs[0].id)
+            continue
+        if not p.released or p.kind in ("reduce", "intrinsic"):
+            stored.add(p.id)
+            continue
+        g = group_of.get(p.id)
+        for c in consumers[p.id]:
+            if c.id not in live:
+                continue
+            if c.kind == "view" or group_of.get(c.id) != g or \
+                    (c.kind == "intrinsic" and not is_update(c)):
+                stored.add(p.id)
+                break
+    return stored
+
+
+def inplace_updates(groups, group_of, consumers):
+    """Region writes that may reuse their base's buffer instead of copying it: the base was
+    computed in this flush (so no earlier program can still read it), no Array holds it any
+    more, and every other read of it happens in the writing kernel at exactly the written
+    elements (``a[1:-1] *= 2``; not ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours)."""
+    out = set()
+    for g in groups:
+        if g.kind != "fused":
+            continue
+        for u in g.ops:
+            if not is_update(u):
+                continue
+            b = u.inputs[0]
+            if is_scratch(b) and b.released:
+                out.add(u.id)           # a fresh uninitialised buffer only this write sees
+                continue
+            if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \
+                    u.inputs[1] is b:            # ``u[::-1] = u`` reads the base itself
+                continue
+            off, shape, st = u.params
+            want = (off, [0 if n == 1 else s for n, s in zip(shape, st)])
+            ok = True
+            for c in consumers[b.id]:
+                if c is u:
+                    continue
+                readers, port = (consumers[c.id], c) if c.kind == "view" else ([c], b)
+                for d in readers:
+                    if group_of.get(d.id) != g.index or is_update(d) or \
+                            _space_strides(port, g.space) != want:
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                out.add(u.id)
+    return out

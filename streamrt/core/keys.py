@@ -1,0 +1,143 @@
+"""Every cache key is built here: what changes generated code enters, nothing else does."""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy
+
+from .config import FLAGS, settings
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_versions() -> str:
+    """Compiler versions and the helpers generated kernels inline (backends/numba_cpu/lib.py,
+    vecmath.py, rng.py and core/rngcore.py): a change to any must not load kernels compiled
+    before it. Numba's version is read from its metadata: importing Numba costs ~0.5 s, and
+    a key is needed before any kernel is (the compiled tier: backends/numba_cpu/jit.py)."""
+    import hashlib          # (~2.5 ms to import, OpenSSL's start-up: with the first kernel)
+    import importlib.metadata   # (with the first kernel)
+
+    try:
+        nv = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        nv = "none"
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    libs = []
+    for lib in (("backends", "numba_cpu", "lib.py"), ("backends", "numba_cpu", "vecmath.py"),
+                ("backends", "numba_cpu", "rng.py"), ("core", "rngcore.py")):
+        with open(os.path.join(pkg, *lib), "rb") as f:
+            libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
+    return f"numba={nv};numpy={numpy.__version__};" + ";".join(libs)
+
+
+def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
+    import hashlib          # (as above)
+    h = hashlib.sha1()
+    for part in (backend, device, compiler_versions(), flags, source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+# ---- trace keys -----------------------------------------------------------------------------
+# One small entry per work-queue compute entry, built when the op is recorded. Inputs are
+# numbered by first occurrence within the key, so the same code run on new arrays gives the
+# same key; scalar *values* are kernel parameters and never enter it.
+
+def _hashable(params):
+    try:
+        hash(params)
+        return params
+    except TypeError:
+        return repr(params)
+
+
+def _external(port, num, kports):
+    """Descriptor of a port this trace reads but did not compute (numbered on first use)."""
+    num[port.id] = len(kports)
+    kports.append(port)
+    kind = port.kind
+    if kind == "scalar":
+        return ("S", port.dtype, port.params)
+    if kind == "view":
+        base = port.inputs[0]
+        b = num.get(base.id)
+        if b is None:
+            b = _external(base, num, kports)
+        return ("V", port.dtype, port.shape, port.params, b)
+    if kind == "const" and port.params:       # a scratch buffer (frontend/shape.py)
+        return ("X", port.dtype, port.shape, port.params)
+    return ("X", port.dtype, port.shape)
+
+
+def trace_entry(port, num, kports):
+    """The key entry of one recorded op; assigns numbers to its new inputs and to itself."""
+    get = num.get
+    ins = []
+    for i in port.inputs:           # (a loop, not a comprehension: this runs for every op)
+        n = get(i.id)
+        ins.append(n if n is not None else _external(i, num, kports))
+    num[port.id] = len(kports)
+    kports.append(port)
+    s = port.site
+    params = port.params
+    # id(code): the cached template keeps the code object alive (through its call sites), so
+    # the id cannot be reused while the key is cached; hashing a code object is much slower.
+    return (id(s.code), s.lasti, port.kind, port.op, _hashable(params) if params else params,
+            port.dtype, port.shape, port.loop_dtype, tuple(ins))
+
+
+class KParts(tuple):
+    """A trace's key entries as one tuple that hashes once (``KParts.of``). The trace cache
+    offers the one its stored key holds to the work queue, which follows it while recording
+    (scheduler/workqueue.py): a flush whose entries all matched takes that very object, so
+    its key compares with the stored one by identity."""
+
+    def __hash__(self):
+        return self.h
+
+    @classmethod
+    def of(cls, entries):
+        k = cls(entries)
+        k.h = tuple.__hash__(k)
+        return k
+
+
+def kparts_of(kparts) -> KParts:
+    return kparts if type(kparts) is KParts else KParts.of(kparts)
+
+
+class TraceKey(tuple):
+    """A trace-cache key (settings, key entries, released flags, macro key) that hashes once:
+    a lookup, its LRU bookkeeping and an insert probe several dicts with the same key, and
+    hashing a few hundred entries costs ~10 us each time."""
+
+    def __hash__(self):
+        return self.h
+
+
+def trace_key(backend, kparts, released, macro_key) -> TraceKey:
+    k = TraceKey((settings_key(backend), kparts_of(kparts), released, macro_key))
+    k.h = tuple.__hash__(k)
+    return k
+
+
+def placement_key(kparts) -> tuple:
+    """The trace a measured run time belongs to (scheduler/placement.py): its key entries and
+    the code-changing settings, without the executor (times are kept per trace and executor)."""
+    return (settings_key(""), kparts_of(kparts))
+
+
+def settings_key(backend: str) -> tuple:
+    """The settings that change generated code (part of every trace and macro key); kept per
+    thread until a setting changes (config._invalidate / override drop it)."""
+    d = settings.__dict__
+    memo = d.get("_settings_key")
+    if memo is None:
+        memo = d["_settings_key"] = {}
+    k = memo.get(backend)
+    if k is None:
+        k = memo[backend] = (backend,) + tuple(getattr(settings, n) for n, f in FLAGS.items()
+                                               if f.in_key)
+    return k

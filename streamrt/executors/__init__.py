@@ -1,1 +1,0 @@
-"""Executors: one module per backend with the same interface (see base.py)."""

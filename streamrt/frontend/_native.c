@@ -1,0 +1,2072 @@
+/* streamrt.frontend._native: the record path of the hot operators in C -- an Array operator or a
+ * one-operand map function call in, the same port, work-queue entry, trace-key entry and
+ * Array the Python path (frontend/array.py, scheduler/workqueue.py, caches/keys.py) makes
+ * out.
+ *
+ * Only the common case is here: an Array (op) Array of the same shape or (op) a Python
+ * float/int whose dtype combination the Python path has validated before (its memo dicts),
+ * called from user code, with no piecewise (rolled) array alive, no debugger hook, below
+ * the queue threshold.  Everything else calls the Python implementation, which stays the
+ * definition: the C code must make exactly what it makes (tests/test_native.py compares).
+ *
+ * Ports, Arrays, call sites and work queues are Python classes with __slots__; their
+ * slots are read and written at the offsets of the classes' member descriptors, looked up
+ * once in configure().  Nothing here releases the GIL, so a record is atomic with respect
+ * to other Python threads except for the work queue's lock, which is taken as the Python
+ * path takes it. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#if PY_VERSION_HEX < 0x030B0000
+static int PyFrame_GetLasti(PyFrameObject *f) {
+    return f->f_lasti < 0 ? -1 : f->f_lasti * (int)sizeof(_Py_CODEUNIT);
+}
+#endif
+
+/* ---- configuration (set once by configure()) ------------------------------------------ */
+static int configured = 0;
+static int enabled = 0;      /* configured and switched on (enable()) */
+static long long n_native;   /* ops recorded here (ps.runtime_stats()["ops_recorded_native"]) */
+static PyTypeObject *ArrayType, *PortType, *SiteType, *QueueType;
+static Py_ssize_t A_port, A_value, A_base;
+static Py_ssize_t P_id, P_kind, P_op, P_dtype, P_shape, P_inputs, P_params, P_site, P_queue,
+    P_value, P_state, P_error, P_nrefs, P_scalar, P_loop_dtype, P_ref, P_holders, P_captured,
+    P_eager_views, P_counted;
+static Py_ssize_t S_code, S_lasti, S_lineno;
+static Py_ssize_t Q_entries, Q_lock, Q_pending, Q_keyparts, Q_kports, Q_num, Q_recorded,
+    Q_max_elements, Q_shape, Q_limit, Q_epoch, Q_follow, Q_fpos, Q_recording, Q_eager_limit;
+static PyObject *refs;           /* the NumPy tier: op name -> NumPy reference (ops.OPS.ref) */
+static PyObject *capture_more;   /* tiers.capture: a computed base read by a second queue */
+static PyObject *ufunc_ops;      /* NumPy ufunc -> op name (ops.UFUNC_TO_OP by object) */
+static PyObject *supported;      /* dtypes.SUPPORTED_SET */
+static PyObject *materialize;    /* array._materialize: the port of a NumPy-tier Array */
+static long long n_eager;        /* ops the C path ran on the NumPy tier */
+static PyObject *ids;            /* itertools.count: port ids, shared with Port.__init__ */
+static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/NumPy) / False */
+static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
+static PyObject *ufast_memo;     /* array._UFAST: (op, dtype) -> (out, loop) dtypes */
+static PyObject *piecewise;      /* pieces.PIECEWISE.data: non-empty -> the Python path */
+static PyObject *hooks_dict;     /* core/hooks.py module dict (on_record) */
+static PyObject *current_queue;  /* workqueue.current_queue */
+static PyObject *settings;       /* config.settings (queue_threshold) */
+static PyObject *iinfo;          /* array._IINFO: dtype -> (min, max) */
+static PyObject *enqueue_plain;  /* array._enqueue_plain: the Python enqueue */
+static PyObject *key_external;   /* keys._external */
+static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
+static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
+    *s_on_record, *s_queue_threshold, *s_queue_key, *s_eager_elements;
+static PyObject *st_new, *st_done, *st_submitted, *st_dead, *zero, *empty;
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+    PyObject *old = SLOT(o, off);
+    Py_INCREF(v);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+/* a == the interned string ``interned``: two interned strings are equal only if identical,
+ * as Python's string literals (the ports' kinds and ops) are */
+static inline int streq(PyObject *a, PyObject *interned) {
+    return a == interned ||
+           (a != NULL && PyUnicode_CheckExact(a) && !PyUnicode_CHECK_INTERNED(a) &&
+            PyUnicode_Compare(a, interned) == 0);
+}
+
+static int slot_offset(PyTypeObject *tp, const char *name, Py_ssize_t *out) {
+    PyObject *d = PyDict_GetItemString(tp->tp_dict, name);
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", tp->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    if (m->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: unexpected member type", tp->tp_name, name);
+        return -1;
+    }
+    *out = m->offset;
+    return 0;
+}
+
+/* ---- call sites ------------------------------------------------------------------------ */
+/* A few recently used code objects (held) with their call sites by bytecode offset: a loop
+ * records from one or two functions, and hashing a code object (the key of errors._INTERNAL)
+ * costs more than the rest of a lookup. */
+#define NCODES 8
+static struct { PyObject *code; PyObject *per; } codes[NCODES];
+
+/* The user's call site of the op being recorded, if the calling frame is user code known to
+ * errors._INTERNAL (else NULL without an error: the Python path walks the frames). New ref. */
+static PyObject *user_site(void) {
+    PyFrameObject *f = PyEval_GetFrame();
+    if (f == NULL)
+        return NULL;
+    PyCodeObject *code = PyFrame_GetCode(f);
+    size_t h = ((size_t)code >> 6) % NCODES;
+    PyObject *per = codes[h].per;
+    if (codes[h].code != (PyObject *)code) {
+        PyObject *intl = PyDict_GetItemWithError(internal, (PyObject *)code);
+        if (intl != Py_False) {          /* streamrt's own code, or not seen yet */
+            Py_DECREF(code);
+            return NULL;
+        }
+        per = PyDict_New();
+        if (per == NULL) {
+            Py_DECREF(code);
+            return NULL;
+        }
+        Py_XSETREF(codes[h].per, per);
+        Py_XSETREF(codes[h].code, Py_NewRef((PyObject *)code));
+    }
+    Py_DECREF(code);      /* (held by codes[h]) */
+    PyObject *li = PyLong_FromLong(PyFrame_GetLasti(f));
+    if (li == NULL)
+        return NULL;
+    PyObject *s = PyDict_GetItemWithError(per, li);
+    if (s != NULL) {
+        Py_INCREF(s);
+    } else if (!PyErr_Occurred()) {
+        s = SiteType->tp_alloc(SiteType, 0);
+        if (s != NULL) {
+            set_slot(s, S_code, codes[h].code);
+            set_slot(s, S_lasti, li);
+            set_slot(s, S_lineno, Py_None);
+            if (PyDict_SetItem(per, li, s) < 0)
+                Py_CLEAR(s);
+        }
+    }
+    Py_DECREF(li);
+    return s;
+}
+
+/* ---- ports and Arrays ------------------------------------------------------------------ */
+static PyObject *new_port(PyObject *kind, PyObject *op, PyObject *dtype, PyObject *shape,
+                          PyObject *inputs, PyObject *params, PyObject *site,
+                          PyObject *scalar, PyObject *loop_dtype, PyObject *state) {
+    PyObject *id = Py_TYPE(ids)->tp_iternext(ids);
+    if (id == NULL)
+        return NULL;
+    PyObject *p = PortType->tp_alloc(PortType, 0);
+    if (p == NULL) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    SLOT(p, P_id) = id;
+    set_slot(p, P_kind, kind);
+    set_slot(p, P_op, op);
+    set_slot(p, P_dtype, dtype);
+    set_slot(p, P_shape, shape);
+    set_slot(p, P_inputs, inputs);
+    set_slot(p, P_params, params);
+    set_slot(p, P_site, site);
+    set_slot(p, P_queue, Py_None);
+    set_slot(p, P_value, Py_None);
+    set_slot(p, P_scalar, scalar);
+    set_slot(p, P_loop_dtype, loop_dtype);
+    set_slot(p, P_error, Py_None);
+    set_slot(p, P_ref, Py_None);
+    set_slot(p, P_nrefs, zero);
+    set_slot(p, P_holders, Py_None);
+    set_slot(p, P_captured, Py_None);
+    set_slot(p, P_eager_views, zero);
+    set_slot(p, P_counted, Py_False);
+    set_slot(p, P_state, state);
+    return p;
+}
+
+static int add_nrefs(PyObject *port, long d) {
+    PyObject *n = SLOT(port, P_nrefs);
+    long v = n != NULL ? PyLong_AsLong(n) : 0;
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *m = PyLong_FromLong(v + d);
+    if (m == NULL)
+        return -1;
+    PyObject *old = SLOT(port, P_nrefs);
+    SLOT(port, P_nrefs) = m;
+    Py_XDECREF(old);
+    return 0;
+}
+
+static int add_int_slot(PyObject *o, Py_ssize_t off, long d) {
+    long v = PyLong_AsLong(SLOT(o, off));
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *m = PyLong_FromLong(v + d);
+    if (m == NULL)
+        return -1;
+    set_slot(o, off, m);
+    Py_DECREF(m);
+    return 0;
+}
+
+/* array._wrap: a new Array referring to ``port`` (steals nothing). */
+static PyObject *wrap(PyObject *port) {
+    PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
+    if (a == NULL)
+        return NULL;
+    if (add_nrefs(port, 1) < 0) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    set_slot(a, A_port, port);
+    set_slot(a, A_value, Py_None);
+    set_slot(a, A_base, Py_None);
+    return a;
+}
+
+/* slot ``off`` of ``o``, None for an unset slot (borrowed) */
+static inline PyObject *slot_or_none(PyObject *o, Py_ssize_t off) {
+    PyObject *v = SLOT(o, off);
+    return v != NULL ? v : Py_None;
+}
+
+/* The port of an Array (borrowed): a NumPy-tier Array gets one now (array._materialize). */
+static PyObject *port_of(PyObject *a) {
+    PyObject *p = SLOT(a, A_port);
+    if (p != NULL && p != Py_None)
+        return p;
+    PyObject *r = PyObject_CallOneArg(materialize, a);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);                       /* (held by the Array) */
+    return SLOT(a, A_port);
+}
+
+/* ---- the work queue's lock ---------------------------------------------------------------- */
+/* A reentrant lock like threading.RLock whose C side (lock_enter/lock_exit) the record path
+ * takes without a method call: RLock.acquire parses its arguments on every call, which cost
+ * as much as the rest of recording an entry. */
+#include <pythread.h>
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    unsigned long owner;
+    long count;
+} QueueLock;
+
+static int lock_enter(QueueLock *l, int blocking) {
+    unsigned long me = PyThread_get_thread_ident();
+    if (l->count > 0 && l->owner == me) {
+        l->count++;
+        return 1;
+    }
+    if (!PyThread_acquire_lock(l->lock, NOWAIT_LOCK)) {
+        if (!blocking)
+            return 0;
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(l->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    l->owner = me;
+    l->count = 1;
+    return 1;
+}
+
+static int lock_exit(QueueLock *l) {
+    if (l->count <= 0 || l->owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return -1;
+    }
+    if (--l->count == 0) {
+        l->owner = 0;
+        PyThread_release_lock(l->lock);
+    }
+    return 0;
+}
+
+static PyObject *qlock_acquire(QueueLock *l, PyObject *const *args, Py_ssize_t n) {
+    int blocking = 1;
+    if (n > 1) {
+        PyErr_SetString(PyExc_TypeError, "acquire(blocking=True)");
+        return NULL;
+    }
+    if (n == 1 && (blocking = PyObject_IsTrue(args[0])) < 0)
+        return NULL;
+    return PyBool_FromLong(lock_enter(l, blocking));
+}
+
+static PyObject *qlock_release(QueueLock *l, PyObject *Py_UNUSED(unused)) {
+    if (lock_exit(l) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *qlock_exit(QueueLock *l, PyObject *const *Py_UNUSED(args),
+                            Py_ssize_t Py_UNUSED(n)) {
+    return qlock_release(l, NULL);
+}
+
+static PyObject *qlock_is_owned(QueueLock *l, PyObject *Py_UNUSED(unused)) {
+    return PyBool_FromLong(l->count > 0 && l->owner == PyThread_get_thread_ident());
+}
+
+static PyObject *qlock_new(PyTypeObject *tp, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kw)) {
+    QueueLock *l = (QueueLock *)tp->tp_alloc(tp, 0);
+    if (l == NULL)
+        return NULL;
+    l->lock = PyThread_allocate_lock();
+    if (l->lock == NULL) {
+        Py_DECREF(l);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate lock");
+        return NULL;
+    }
+    return (PyObject *)l;
+}
+
+static void qlock_dealloc(QueueLock *l) {
+    if (l->lock != NULL) {
+        if (l->count > 0)
+            PyThread_release_lock(l->lock);
+        PyThread_free_lock(l->lock);
+    }
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static PyMethodDef qlock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))qlock_acquire, METH_FASTCALL, "acquire(blocking=True)"},
+    {"release", (PyCFunction)qlock_release, METH_NOARGS, "release()"},
+    {"__enter__", (PyCFunction)(void (*)(void))qlock_acquire, METH_FASTCALL, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))qlock_exit, METH_FASTCALL, NULL},
+    {"_is_owned", (PyCFunction)qlock_is_owned, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyTypeObject QueueLockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.frontend._native.QueueLock",
+    .tp_basicsize = sizeof(QueueLock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A work queue's reentrant lock (threading.RLock's methods), cheap from C.",
+    .tp_new = qlock_new,
+    .tp_dealloc = (destructor)qlock_dealloc,
+    .tp_methods = qlock_methods,
+};
+
+/* ---- the work queue -------------------------------------------------------------------- */
+static PyObject *call_enqueue(PyObject *port) {
+    return PyObject_CallOneArg(enqueue_plain, port);
+}
+
+/* keys._external for a scalar operand (the only kind the C path makes); others in Python. */
+static PyObject *external(PyObject *i, PyObject *num, PyObject *kports) {
+    if (!streq(SLOT(i, P_kind), s_scalar))
+        return PyObject_CallFunctionObjArgs(key_external, i, num, kports, NULL);
+    PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(kports));
+    if (n == NULL)
+        return NULL;
+    if (PyDict_SetItem(num, SLOT(i, P_id), n) < 0 || PyList_Append(kports, i) < 0) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    Py_DECREF(n);
+    return PyTuple_Pack(3, s_S, SLOT(i, P_dtype), SLOT(i, P_params));
+}
+
+/* keys.trace_entry, in two steps: the numbering (the inputs not numbered yet, then the port
+ * itself), and the entry -- built, or compared with the followed trace's entry without
+ * building it (WorkQueue.follow). */
+#define MAXINS 8
+
+/* vals[k]: the number or external descriptor of input k (new refs); 0 or -1 */
+static int number_inputs(PyObject *port, PyObject *num, PyObject *kports, PyObject **vals,
+                         Py_ssize_t n) {
+    PyObject *inputs = SLOT(port, P_inputs);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *i = PyTuple_GET_ITEM(inputs, k);
+        PyObject *x = PyDict_GetItemWithError(num, SLOT(i, P_id));
+        if (x != NULL)
+            Py_INCREF(x);
+        else if (PyErr_Occurred() || (x = external(i, num, kports)) == NULL) {
+            while (k-- > 0)
+                Py_DECREF(vals[k]);
+            return -1;
+        }
+        vals[k] = x;
+    }
+    PyObject *pos = PyLong_FromSsize_t(PyList_GET_SIZE(kports));
+    int rc = pos == NULL || PyDict_SetItem(num, SLOT(port, P_id), pos) < 0 ||
+             PyList_Append(kports, port) < 0 ? -1 : 0;
+    Py_XDECREF(pos);
+    if (rc < 0)
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_DECREF(vals[k]);
+    return rc;
+}
+
+/* the port's params as they enter the key (keys._hashable); new ref */
+static PyObject *key_params(PyObject *params) {
+    int truth = PyObject_IsTrue(params);
+    if (truth < 0)
+        return NULL;
+    if (truth && PyObject_Hash(params) == -1) {
+        PyErr_Clear();
+        return PyObject_Repr(params);
+    }
+    return Py_NewRef(params);
+}
+
+/* the entry (steals vals) */
+static PyObject *build_entry(PyObject *port, PyObject **vals, Py_ssize_t n) {
+    PyObject *ins = PyTuple_New(n);
+    if (ins == NULL) {
+        for (Py_ssize_t k = 0; k < n; k++)
+            Py_DECREF(vals[k]);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyTuple_SET_ITEM(ins, k, vals[k]);
+    PyObject *site = SLOT(port, P_site);
+    PyObject *hp = key_params(SLOT(port, P_params));
+    PyObject *cid = PyLong_FromVoidPtr(SLOT(site, S_code));
+    PyObject *e = hp == NULL || cid == NULL ? NULL : PyTuple_New(9);
+    if (e == NULL) {
+        Py_XDECREF(hp);
+        Py_XDECREF(cid);
+        Py_DECREF(ins);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(e, 0, cid);
+    PyTuple_SET_ITEM(e, 1, Py_NewRef(SLOT(site, S_lasti)));
+    PyTuple_SET_ITEM(e, 2, Py_NewRef(SLOT(port, P_kind)));
+    PyTuple_SET_ITEM(e, 3, Py_NewRef(SLOT(port, P_op)));
+    PyTuple_SET_ITEM(e, 4, hp);
+    PyTuple_SET_ITEM(e, 5, Py_NewRef(SLOT(port, P_dtype)));
+    PyTuple_SET_ITEM(e, 6, Py_NewRef(SLOT(port, P_shape)));
+    PyTuple_SET_ITEM(e, 7, Py_NewRef(SLOT(port, P_loop_dtype)));
+    PyTuple_SET_ITEM(e, 8, ins);
+    return e;
+}
+
+static inline int eq(PyObject *a, PyObject *b) {
+    return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* whether ``e`` is the entry build_entry would make (1 / 0 / -1) */
+static int entry_matches(PyObject *e, PyObject *port, PyObject **vals, Py_ssize_t n) {
+    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 9)
+        return 0;
+    PyObject *site = SLOT(port, P_site);
+    PyObject *e0 = PyTuple_GET_ITEM(e, 0), *ins = PyTuple_GET_ITEM(e, 8);
+    if (!PyLong_CheckExact(e0) || PyLong_AsVoidPtr(e0) != (void *)SLOT(site, S_code))
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(ins) || PyTuple_GET_SIZE(ins) != n)
+        return 0;
+    int r;
+#define EQ(a, b) if ((r = eq(a, b)) <= 0) return r
+    EQ(PyTuple_GET_ITEM(e, 1), SLOT(site, S_lasti));
+    EQ(PyTuple_GET_ITEM(e, 2), SLOT(port, P_kind));
+    EQ(PyTuple_GET_ITEM(e, 3), SLOT(port, P_op));
+    EQ(PyTuple_GET_ITEM(e, 5), SLOT(port, P_dtype));
+    EQ(PyTuple_GET_ITEM(e, 6), SLOT(port, P_shape));
+    EQ(PyTuple_GET_ITEM(e, 7), SLOT(port, P_loop_dtype));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        EQ(PyTuple_GET_ITEM(ins, k), vals[k]);
+    }
+    PyObject *hp = key_params(SLOT(port, P_params));
+    if (hp == NULL)
+        return -1;
+    r = eq(PyTuple_GET_ITEM(e, 4), hp);
+    Py_DECREF(hp);
+    return r;
+#undef EQ
+}
+
+static PyObject *follow_table;   /* trace_cache.get().follow: first call site -> KParts */
+
+/* The key entry of ``port`` into the queue's key: WorkQueue.compute's part under the lock.
+ * (The key list and the followed entries are held while used: a comparison may run Python
+ * code -- a collection's finalizers -- that records on this queue.) */
+static int key_entry(PyObject *q, PyObject *port) {
+    PyObject *vals[MAXINS];
+    Py_ssize_t n = PyTuple_GET_SIZE(SLOT(port, P_inputs));
+    if (n > MAXINS) {
+        PyErr_SetString(PyExc_ValueError, "too many inputs");
+        return -1;
+    }
+    if (number_inputs(port, SLOT(q, Q_num), SLOT(q, Q_kports), vals, n) < 0)
+        return -1;
+    int rc = -1;
+    PyObject *kp = Py_NewRef(SLOT(q, Q_keyparts));
+    PyObject *f = Py_NewRef(SLOT(q, Q_follow));
+    if (f == Py_None && PyList_GET_SIZE(kp) == 0 && PyList_GET_SIZE(SLOT(q, Q_entries)) == 1) {
+        /* the queue's first entry: the trace cache's candidate for this first call site */
+        PyObject *site = SLOT(port, P_site);
+        PyObject *first = Py_BuildValue("(NO)", PyLong_FromVoidPtr(SLOT(site, S_code)),
+                                        SLOT(site, S_lasti));
+        PyObject *cand = first == NULL ? NULL : PyDict_GetItemWithError(follow_table, first);
+        Py_XDECREF(first);
+        if (cand != NULL && PyTuple_Check(cand) && PyTuple_GET_SIZE(cand) > 0) {
+            set_slot(q, Q_follow, cand);
+            set_slot(q, Q_fpos, zero);
+            Py_SETREF(f, Py_NewRef(cand));
+        } else if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    if (f != Py_None) {
+        long fpos = PyLong_AsLong(SLOT(q, Q_fpos));
+        if (fpos == -1 && PyErr_Occurred())
+            goto done;
+        int m = fpos < PyTuple_GET_SIZE(f) ?
+            entry_matches(PyTuple_GET_ITEM(f, fpos), port, vals, n) : 0;
+        if (m < 0)
+            goto done;
+        if (m) {
+            PyObject *np = PyLong_FromLong(fpos + 1);
+            if (np == NULL)
+                goto done;
+            set_slot(q, Q_fpos, np);
+            Py_DECREF(np);
+            rc = 0;
+            goto done;
+        }
+        /* a difference: the matched prefix becomes the key's entries (WorkQueue._unfollow) */
+        PyObject *pre = PyTuple_GetSlice(f, 0, fpos);
+        if (pre == NULL || PyList_SetSlice(kp, 0, 0, pre) < 0) {
+            Py_XDECREF(pre);
+            goto done;
+        }
+        Py_DECREF(pre);
+        set_slot(q, Q_follow, Py_None);
+        set_slot(q, Q_fpos, zero);
+    }
+    PyObject *e = build_entry(port, vals, n);       /* (takes the references in vals) */
+    n = 0;
+    if (e != NULL) {
+        rc = PyList_Append(kp, e);
+        Py_DECREF(e);
+    }
+done:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_DECREF(vals[k]);
+    Py_DECREF(kp);
+    Py_DECREF(f);
+    return rc;
+}
+
+/* WorkQueue.compute without the debugger hook (checked by the caller); 0 or -1. */
+static int compute(PyObject *q, PyObject *port) {
+    PyObject *shape = SLOT(port, P_shape);
+    if (shape != SLOT(q, Q_shape)) {
+        set_slot(q, Q_shape, shape);
+        long long n = 1;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++) {
+            long long s = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, k));
+            if (s == -1 && PyErr_Occurred())
+                return -1;
+            n *= s;
+        }
+        PyObject *mx = SLOT(q, Q_max_elements);
+        long long m = PyLong_AsLongLong(mx);
+        if (m == -1 && PyErr_Occurred())
+            return -1;
+        if (n > m) {
+            PyObject *v = PyLong_FromLongLong(n);
+            if (v == NULL)
+                return -1;
+            set_slot(q, Q_max_elements, v);
+            Py_DECREF(v);
+        }
+    }
+    QueueLock *lock = (QueueLock *)SLOT(q, Q_lock);     /* (checked by enqueue) */
+    lock_enter(lock, 1);
+    int rc = -1;
+    PyObject *entry = PyTuple_Pack(2, s_compute, port);
+    if (entry == NULL || PyList_Append(SLOT(q, Q_entries), entry) < 0)
+        goto done;
+    long pend = PyLong_AsLong(SLOT(q, Q_pending));
+    if (pend == -1 && PyErr_Occurred())
+        goto done;
+    PyObject *pv = PyLong_FromLong(pend + 1);
+    if (pv == NULL)
+        goto done;
+    set_slot(q, Q_pending, pv);
+    Py_DECREF(pv);
+    if (SLOT(q, Q_keyparts) != Py_None && key_entry(q, port) < 0) {
+        /* an unkeyable op: this flush is not cached (as the Python path) */
+        PyErr_Clear();
+        set_slot(q, Q_keyparts, Py_None);
+        set_slot(q, Q_follow, Py_None);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(entry);
+    if (lock_exit(lock) < 0)
+        rc = -1;
+    if (rc == 0) {
+        long rec = PyLong_AsLong(SLOT(q, Q_recorded));
+        if (rec == -1 && PyErr_Occurred())
+            return -1;
+        PyObject *rv = PyLong_FromLong(rec + 1);
+        if (rv == NULL)
+            return -1;
+        set_slot(q, Q_recorded, rv);
+        Py_DECREF(rv);
+    }
+    return rc;
+}
+
+/* array._enqueue_plain: the port joins this thread's work queue, an Array of it comes back.
+ * The unusual cases (no queue yet, an input from another thread's queue, the threshold) call
+ * the Python function with the port as it is. */
+static long epoch = 1;          /* bumped by settings_changed(): queues re-read their limit */
+
+/* This thread's work queue (new ref): kept in the thread state's dict, which dies with the
+ * thread (a threading.local lookup costs several times more); the first time from
+ * workqueue.current_queue(), the Python path's. */
+static PyObject *thread_queue(void) {
+    PyObject *d = PyThreadState_GetDict();
+    if (d != NULL) {
+        PyObject *q = PyDict_GetItemWithError(d, s_queue_key);
+        if (q != NULL)
+            return Py_NewRef(q);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *q = PyObject_CallNoArgs(current_queue);
+    if (q != NULL && d != NULL && PyDict_SetItem(d, s_queue_key, q) < 0)
+        Py_CLEAR(q);
+    return q;
+}
+
+/* The queue's copies of its thread's settings (queue threshold, NumPy-tier limit), read
+ * again after any setting changed (settings may differ per thread: config.override). */
+static int refresh(PyObject *q) {
+    long qe = PyLong_AsLong(SLOT(q, Q_epoch));
+    if (qe == -1 && PyErr_Occurred())
+        return -1;
+    if (qe == epoch)
+        return 0;
+    PyObject *th = PyObject_GetAttr(settings, s_queue_threshold);
+    PyObject *el = th == NULL ? NULL : PyObject_GetAttr(settings, s_eager_elements);
+    PyObject *ep = PyLong_FromLong(epoch);
+    if (th == NULL || el == NULL || ep == NULL) {
+        Py_XDECREF(th);
+        Py_XDECREF(el);
+        Py_XDECREF(ep);
+        return -1;
+    }
+    set_slot(q, Q_limit, th);
+    set_slot(q, Q_eager_limit, el);
+    set_slot(q, Q_epoch, ep);
+    Py_DECREF(th);
+    Py_DECREF(el);
+    Py_DECREF(ep);
+    return 0;
+}
+
+/* tiers.capture: the computed bases ``port`` reads are marked captured by queue ``q`` (an
+ * in-place write waits for q's work first); a second queue goes through Python. */
+static int capture(PyObject *port, PyObject *q) {
+    PyObject *inputs = SLOT(port, P_inputs);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(inputs); k++) {
+        PyObject *b = PyTuple_GET_ITEM(inputs, k);
+        if (streq(SLOT(b, P_kind), s_view))
+            b = PyTuple_GET_ITEM(SLOT(b, P_inputs), 0);
+        if (SLOT(b, P_state) != st_done || streq(SLOT(b, P_kind), s_scalar))
+            continue;
+        PyObject *c = SLOT(b, P_captured);
+        if (c == Py_None)
+            set_slot(b, P_captured, q);
+        else if (c != q) {
+            PyObject *r = PyObject_CallFunctionObjArgs(capture_more, port, q, NULL);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static PyObject *enqueue(PyObject *port) {
+    PyObject *q = thread_queue();
+    if (q == NULL)
+        return NULL;
+    if (Py_TYPE(q) != QueueType || Py_TYPE(SLOT(q, Q_lock)) != &QueueLockType)
+        goto python;
+    PyObject *inputs = SLOT(port, P_inputs);
+    if (!PyTuple_CheckExact(inputs) || PyTuple_GET_SIZE(inputs) > MAXINS)
+        goto python;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(inputs); k++) {
+        PyObject *iq = SLOT(PyTuple_GET_ITEM(inputs, k), P_queue);
+        if (iq != q && iq != Py_None)
+            goto python;
+    }
+    if (SLOT(q, Q_keyparts) == Py_None)
+        goto python;
+    if (refresh(q) < 0)
+        goto fail;
+    long pend = PyLong_AsLong(SLOT(q, Q_pending)), lim = PyLong_AsLong(SLOT(q, Q_limit));
+    if ((pend == -1 || lim == -1) && PyErr_Occurred())
+        goto fail;
+    if (pend >= lim)
+        goto python;
+    if (capture(port, q) < 0)
+        goto fail;
+    set_slot(port, P_queue, q);
+    if (compute(q, port) < 0)
+        goto fail;
+    Py_DECREF(q);
+    return wrap(port);
+python:
+    Py_DECREF(q);
+    return call_enqueue(port);
+fail:
+    Py_DECREF(q);
+    return NULL;
+}
+
+/* Whether the C path may record now: no piecewise array alive, no debugger hook. */
+static inline int plain_now(void) {
+    if (PyDict_GET_SIZE(piecewise) != 0)
+        return 0;
+    PyObject *h = PyDict_GetItemWithError(hooks_dict, s_on_record);
+    return h == NULL || h == Py_None;
+}
+
+/* ---- the NumPy tier (scheduler/tiers.py) ------------------------------------------------ */
+/* The host ndarray of a computed port -- a constant or computed result, or a view the NumPy
+ * tier made (its ndarray cached) -- borrowed; NULL otherwise (no error). */
+static inline PyObject *concrete(PyObject *p) {
+    if (SLOT(p, P_state) != st_done)
+        return NULL;
+    PyObject *v = SLOT(p, P_value);
+    return v != NULL && PyArray_CheckExact(v) ? v : NULL;
+}
+
+/* This thread's NumPy-tier limit (elements), 0 when off or while a macro is recorded; -1 on
+ * error. Kept for the last thread that asked until a setting (or a macro recording's state:
+ * WorkQueue.set_recording) changes. */
+static unsigned long lim_thread;
+static long lim_epoch;
+static Py_ssize_t lim_value;
+
+static Py_ssize_t eager_limit_of_queue(void);
+
+static inline Py_ssize_t eager_limit(void) {
+    unsigned long me = PyThread_get_thread_ident();
+    if (me == lim_thread && lim_epoch == epoch)
+        return lim_value;
+    Py_ssize_t lim = eager_limit_of_queue();
+    if (lim >= 0) {
+        lim_thread = me;
+        lim_epoch = epoch;
+        lim_value = lim;
+    }
+    return lim;
+}
+
+static Py_ssize_t eager_limit_of_queue(void) {
+    PyObject *q = thread_queue();
+    if (q == NULL)
+        return -1;
+    Py_ssize_t lim = 0;
+    if (Py_TYPE(q) == QueueType && SLOT(q, Q_recording) == Py_None) {
+        if (refresh(q) < 0) {
+            Py_DECREF(q);
+            return -1;
+        }
+        lim = PyLong_AsSsize_t(SLOT(q, Q_eager_limit));
+        if (lim == -1 && PyErr_Occurred()) {
+            Py_DECREF(q);
+            return -1;
+        }
+    }
+    Py_DECREF(q);
+    return lim;
+}
+
+/* A NumPy-tier Array over host ndarray ``v`` (new ref; steals nothing): a buffer of its
+ * own, or (``base`` not NULL) a view of base port ``base``'s buffer, counted on it. */
+static PyObject *eager_array(PyObject *v, PyObject *base) {
+    PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
+    if (a == NULL)
+        return NULL;
+    set_slot(a, A_port, Py_None);
+    set_slot(a, A_value, v);
+    set_slot(a, A_base, base != NULL ? base : Py_None);
+    if (base != NULL && (add_nrefs(base, 1) < 0 || add_int_slot(base, P_eager_views, 1) < 0)) {
+        set_slot(a, A_base, Py_None);
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* A NumPy-tier result (steals ``r``, a NumPy call's answer): an Array over it, made a
+ * C-ordered buffer of its own. NULL without an error when its dtype is not one streamrt
+ * has (the Python path then computes what streamrt promises). */
+static PyObject *eager_result(PyObject *r) {
+    if (!PyArray_CheckExact(r)) {
+        if (!PyArray_IsScalar(r, Generic)) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        PyObject *a = PyArray_FromScalar(r, NULL);
+        Py_DECREF(r);
+        if (a == NULL)
+            return NULL;
+        r = a;
+    }
+    PyArrayObject *ra = (PyArrayObject *)r;
+    int ok = PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra));
+    if (ok <= 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    if (PyArray_BASE(ra) != NULL || !PyArray_IS_C_CONTIGUOUS(ra)) {
+        /* a view of an input (np.real) or another layout (a transposed operand) */
+        PyObject *c = PyArray_NewCopy(ra, NPY_CORDER);
+        Py_DECREF(r);
+        if (c == NULL)
+            return NULL;
+        r = c;
+    }
+    PyObject *a = eager_array(r, NULL);
+    Py_DECREF(r);
+    if (a != NULL)
+        n_eager++;
+    return a;
+}
+
+/* The computed host ndarray of an Array (borrowed) or NULL: its NumPy-tier value, or the
+ * value of its computed port. */
+static inline PyObject *host_of(PyObject *a) {
+    PyObject *v = SLOT(a, A_value);
+    if (v != NULL && v != Py_None)
+        return v;
+    PyObject *p = SLOT(a, A_port);
+    return p != NULL && p != Py_None ? concrete(p) : NULL;
+}
+
+/* The base port whose buffer a computed Array's host ndarray is (part of), borrowed: NULL
+ * for a NumPy-tier buffer of its own (no recorded work can read it: it has no port). */
+static inline PyObject *host_base(PyObject *a) {
+    PyObject *p = SLOT(a, A_port);
+    if (p != NULL && p != Py_None)
+        return streq(SLOT(p, P_kind), s_view) ? PyTuple_GET_ITEM(SLOT(p, P_inputs), 0) : p;
+    PyObject *b = SLOT(a, A_base);
+    return b != NULL && b != Py_None ? b : NULL;
+}
+
+/* a value a NumPy-tier op takes as it is: a computed Array's ndarray, a small NumPy array,
+ * a Python or NumPy scalar (borrowed); NULL -> not the NumPy tier */
+static PyObject *eager_operand(PyObject *v, Py_ssize_t lim) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == ArrayType) {
+        PyObject *vv = host_of(v);
+        return vv != NULL && PyArray_SIZE((PyArrayObject *)vv) < lim ? vv : NULL;
+    }
+    if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type || t == &PyComplex_Type ||
+        PyArray_IsScalar(v, Generic))
+        return v;
+    if (t == &PyArray_Type && PyArray_SIZE((PyArrayObject *)v) < lim)
+        return v;
+    return NULL;
+}
+
+/* An error NumPy raised on the NumPy tier: an invalid call (a dtype without a loop, an index
+ * out of range, a value that does not fit) is cleared and left to the Python path, which
+ * raises streamrt's error naming the user's line, as the recorded tier does. -1 when the
+ * error is to propagate. */
+static int numpy_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+        PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_IndexError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* ``f(*vals)`` on the NumPy tier: vals are Arrays, NumPy arrays or scalars; NULL without an
+ * error when one is not computed or too large, or the result's dtype is not streamrt's. */
+/* The NumPy reference of op ``name`` (borrowed), looked up once into ``*slot``. */
+static inline PyObject *ref_of(PyObject **slot, PyObject *name) {
+    if (*slot == NULL) {
+        PyObject *f = PyDict_GetItemWithError(refs, name);
+        if (f == NULL)
+            return NULL;
+        *slot = Py_NewRef(f);
+    }
+    return *slot;
+}
+
+static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                            Py_ssize_t n) {
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    PyObject *hv[3];
+    for (Py_ssize_t k = 0; k < n; k++)
+        if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
+            return NULL;
+    PyObject *f = ref_of(refslot, name);
+    if (f == NULL)
+        return NULL;
+    PyObject *r = PyObject_Vectorcall(f, hv, n, NULL);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    return eager_result(r);
+}
+
+/* ---- binary operators ------------------------------------------------------------------- */
+/* A few (operand dtype, other operand's dtype or scalar kind) -> (out, loop) dtypes of one
+ * operator, by identity: the memo dict's key is a tuple whose hash (a NumPy dtype's hash is
+ * computed afresh) and compare cost more than recording the rest. Filled from the memo
+ * dict, whose entries never change. */
+#define NMEMO 4
+typedef struct { PyObject *a, *b, *dts; } Memo;
+
+static PyObject *memo_get(Memo *m, PyObject *a, PyObject *b) {
+    for (int k = 0; k < NMEMO; k++)
+        if (m[k].a == a && m[k].b == b)
+            return m[k].dts;
+    return NULL;
+}
+
+static void memo_put(Memo *m, PyObject *a, PyObject *b, PyObject *dts) {
+    Py_XDECREF(m[NMEMO - 1].a);
+    Py_XDECREF(m[NMEMO - 1].b);
+    Py_XDECREF(m[NMEMO - 1].dts);
+    memmove(m + 1, m, (NMEMO - 1) * sizeof(Memo));
+    m[0].a = Py_NewRef(a);
+    m[0].b = Py_NewRef(b);
+    m[0].dts = Py_NewRef(dts);
+}
+
+static void memo_clear(Memo *m) {
+    for (int k = 0; k < NMEMO; k++) {
+        Py_CLEAR(m[k].a);
+        Py_CLEAR(m[k].b);
+        Py_CLEAR(m[k].dts);
+    }
+}
+
+/* The two recording callables, BinOp (an Array operator) and MapFunc (a one-operand function
+ * of the namespace), share one layout and their GC and attribute slots. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;          /* the op (OPS key) */
+    PyObject *func;          /* the Python operator f(self, other) / function f(x, ...) */
+    PyObject *slow;          /* BinOp: the Python general path slow(self, other, site) */
+    PyObject *reflected;     /* BinOp: Py_True / Py_False */
+    PyObject *dict;          /* (__name__, __doc__, __wrapped__, ...: functools.update_wrapper) */
+    PyObject *ref;           /* the op's NumPy reference (the NumPy tier), once looked up */
+    vectorcallfunc vectorcall;
+    Memo memo[NMEMO];        /* BinOp: (dtype, other dtype or kind); MapFunc: (dtype, None) */
+} Recorder;
+
+typedef Recorder BinOp;
+typedef Recorder MapFunc;
+
+static int recorder_traverse(Recorder *r, visitproc visit, void *arg) {
+    Py_VISIT(r->func);
+    Py_VISIT(r->slow);
+    Py_VISIT(r->dict);
+    return 0;
+}
+
+static int recorder_clear(Recorder *r) {
+    memo_clear(r->memo);
+    Py_CLEAR(r->ref);
+    Py_CLEAR(r->name);
+    Py_CLEAR(r->func);
+    Py_CLEAR(r->slow);
+    Py_CLEAR(r->reflected);
+    Py_CLEAR(r->dict);
+    return 0;
+}
+
+static void recorder_dealloc(Recorder *r) {
+    PyObject_GC_UnTrack(r);
+    recorder_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMemberDef recorder_members[] = {
+    {"op", T_OBJECT, offsetof(Recorder, name), READONLY, NULL},
+    {NULL}};
+
+static PyGetSetDef dict_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}};
+
+/* the fast path of array._binop: NULL with no error -> the general path */
+static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject *site) {
+    PyObject *p = port_of(self);
+    if (p == NULL)
+        return NULL;
+    PyTypeObject *t = Py_TYPE(other);
+    PyObject *shape = SLOT(p, P_shape);
+    PyObject *q = NULL, *key, *kb;
+    int is_int = 0;
+    if (t == ArrayType) {
+        q = port_of(other);
+        if (q == NULL)
+            return NULL;
+        PyObject *qs = SLOT(q, P_shape);
+        if (qs != shape) {
+            int eq = PyObject_RichCompareBool(qs, shape, Py_EQ);
+            if (eq < 0)
+                return NULL;
+            if (!eq) {
+                if (PyTuple_GET_SIZE(shape) == 0 && !streq(SLOT(p, P_kind), s_const))
+                    shape = qs;
+                else if (PyTuple_GET_SIZE(qs) != 0 || streq(SLOT(q, P_kind), s_const))
+                    return NULL;
+            }
+        }
+        kb = SLOT(q, P_dtype);
+    } else if (t == &PyFloat_Type || t == &PyLong_Type) {
+        is_int = t == &PyLong_Type;
+        kb = is_int ? s_i : s_f;
+    } else {
+        return NULL;
+    }
+    if (streq(SLOT(p, P_kind), s_const) && PyTuple_GET_SIZE(SLOT(p, P_shape)) == 0)
+        return NULL;             /* constant folding: the general path */
+    PyObject *pdt = SLOT(p, P_dtype);
+    PyObject *dts = memo_get(b->memo, pdt, kb);
+    if (dts == NULL) {
+        key = PyTuple_Pack(4, b->name, pdt, kb, b->reflected);
+        if (key == NULL)
+            return NULL;
+        dts = PyDict_GetItemWithError(fast_memo, key);
+        Py_DECREF(key);
+        if (dts == NULL || !PyTuple_CheckExact(dts) || PyTuple_GET_SIZE(dts) != 2)
+            return NULL;
+        memo_put(b->memo, pdt, kb, dts);
+    }
+    PyObject *out_dt = PyTuple_GET_ITEM(dts, 0), *loop_dt = PyTuple_GET_ITEM(dts, 1);
+    PyObject *sp = NULL;
+    if (q == NULL && is_int) {
+        PyObject *lim = PyDict_GetItemWithError(iinfo, loop_dt);
+        if (lim != NULL) {
+            int lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(lim, 0), other, Py_LE);
+            int hi = PyObject_RichCompareBool(other, PyTuple_GET_ITEM(lim, 1), Py_LE);
+            if (lo < 0 || hi < 0 || !lo || !hi)
+                return NULL;     /* the general path raises the overflow error */
+        } else if (PyErr_Occurred()) {
+            return NULL;
+        }
+        if (streq(b->name, s_power)) {
+            int neg = PyObject_RichCompareBool(other, zero, Py_LT);
+            if (neg != 0)
+                return NULL;     /* (the general path decides) */
+        }
+    }
+    if (q == NULL && streq(b->name, s_power)) {
+        /* x ** 2, 0.5, -1, 3: strength reduction, in the general path (array._STRENGTH) */
+        double c = PyFloat_AsDouble(other);
+        if (c == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (c == 2.0 || c == 0.5 || c == -1.0 || c == 3.0)
+            return NULL;
+    }
+    if (q == NULL) {
+        sp = new_port(s_scalar, s_scalar, loop_dt, empty, empty, is_int ? weak_i : weak_f,
+                      site, other, Py_None, st_done);
+        if (sp == NULL)
+            return NULL;
+        q = sp;
+    }
+    PyObject *ins = b->reflected == Py_True ? PyTuple_Pack(2, q, p) : PyTuple_Pack(2, p, q);
+    Py_XDECREF(sp);
+    if (ins == NULL)
+        return NULL;
+    PyObject *port = new_port(s_map, b->name, out_dt, shape, ins, empty, site, Py_None, loop_dt,
+                              st_new);
+    Py_DECREF(ins);
+    if (port == NULL)
+        return NULL;
+    PyObject *r = enqueue(port);
+    Py_DECREF(port);
+    if (r != NULL)
+        n_native++;
+    return r;
+}
+
+/* a (op) b on the NumPy tier, in the operator's order */
+static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
+    if (host_of(self) == NULL)
+        return NULL;
+    PyObject *vals[2] = {self, other};
+    if (b->reflected == Py_True) {
+        vals[0] = other;
+        vals[1] = self;
+    }
+    return eager_call(&b->ref, b->name, vals, 2);
+}
+
+static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
+    if (!enabled || Py_TYPE(self) != ArrayType || !plain_now())
+        return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
+    PyObject *r = binop_eager(b, self, other);
+    if (r != NULL || PyErr_Occurred())
+        return r;
+    PyObject *site = user_site();
+    if (site == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
+    }
+    r = binop_fast(b, self, other, site);
+    if (r == NULL && !PyErr_Occurred())
+        r = PyObject_CallFunctionObjArgs(b->slow, self, other, site, NULL);
+    Py_DECREF(site);
+    return r;
+}
+
+/* op.at(a, b, site): the operator at a call site streamrt's own code found (the vector dot's
+ * product), the fast path or the general one */
+static PyObject *binop_at(BinOp *b, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "at(a, b, site)");
+        return NULL;
+    }
+    PyObject *r = NULL;
+    if (enabled && Py_TYPE(args[0]) == ArrayType && Py_TYPE(args[2]) == SiteType &&
+        plain_now()) {
+        r = binop_eager(b, args[0], args[1]);
+        if (r == NULL && !PyErr_Occurred())
+            r = binop_fast(b, args[0], args[1], args[2]);
+    }
+    if (r == NULL && !PyErr_Occurred())
+        r = PyObject_CallFunctionObjArgs(b->slow, args[0], args[1], args[2], NULL);
+    return r;
+}
+
+static PyMethodDef binop_methods[] = {
+    {"at", (PyCFunction)(void (*)(void))binop_at, METH_FASTCALL,
+     "at(a, b, site): record ``a (op) b`` at the given call site."},
+    {NULL}};
+
+static PyObject *binop_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    BinOp *b = (BinOp *)o;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n == 2 && kwnames == NULL)
+        return binop_call2(b, args[0], args[1]);
+    return PyObject_Vectorcall(b->func, args, nargsf, kwnames);
+}
+
+static PyObject *binop_new(PyTypeObject *tp, PyObject *args, PyObject *Py_UNUSED(kw)) {
+    PyObject *name, *reflected, *func, *slow;
+    if (!PyArg_ParseTuple(args, "UOOO:BinOp", &name, &reflected, &func, &slow))
+        return NULL;
+    BinOp *b = (BinOp *)tp->tp_alloc(tp, 0);
+    if (b == NULL)
+        return NULL;
+    b->name = Py_NewRef(name);
+    b->reflected = Py_NewRef(PyObject_IsTrue(reflected) ? Py_True : Py_False);
+    b->func = Py_NewRef(func);
+    b->slow = Py_NewRef(slow);
+    b->vectorcall = binop_vectorcall;
+    return (PyObject *)b;
+}
+
+/* tp_descr_get of the method-like types: a bound method, as a function's (CPython calls the
+ * operators unbound; this is for ``a.__add__``) */
+static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type)) {
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyTypeObject BinOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.frontend._native.BinOp",
+    .tp_basicsize = sizeof(BinOp),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "An Array operator recorded in C (the Python operator is __wrapped__).",
+    .tp_new = binop_new,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_dealloc = (destructor)recorder_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(BinOp, vectorcall),
+    .tp_descr_get = method_get,
+    .tp_members = recorder_members,
+    .tp_methods = binop_methods,
+    .tp_getset = dict_getset,
+    .tp_dictoffset = offsetof(BinOp, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+/* ---- one-operand map functions (ps.sqrt, ps.exp, ...) ----------------------------------- */
+static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames) {
+    MapFunc *m = (MapFunc *)o;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != 1 || kwnames != NULL || !enabled || Py_TYPE(args[0]) != ArrayType ||
+        !plain_now())
+        return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+    if (host_of(args[0]) != NULL) {     /* the NumPy tier */
+        PyObject *r = eager_call(&m->ref, m->name, args, 1);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
+    PyObject *p = port_of(args[0]);
+    if (p == NULL)
+        return NULL;
+    if (streq(SLOT(p, P_kind), s_const) && PyTuple_GET_SIZE(SLOT(p, P_shape)) == 0)
+        return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+    PyObject *pdt = SLOT(p, P_dtype);
+    PyObject *dts = memo_get(m->memo, pdt, Py_None);
+    if (dts == NULL) {
+        PyObject *key = PyTuple_Pack(2, m->name, pdt);
+        if (key == NULL)
+            return NULL;
+        dts = PyDict_GetItemWithError(ufast_memo, key);
+        Py_DECREF(key);
+        if (dts == NULL || !PyTuple_CheckExact(dts) || PyTuple_GET_SIZE(dts) != 2) {
+            if (PyErr_Occurred())
+                return NULL;
+            return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+        }
+        memo_put(m->memo, pdt, Py_None, dts);
+    }
+    PyObject *site = user_site();
+    if (site == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+    }
+    PyObject *ins = PyTuple_Pack(1, p);
+    PyObject *port = ins == NULL ? NULL :
+        new_port(s_map, m->name, PyTuple_GET_ITEM(dts, 0), SLOT(p, P_shape), ins, empty, site,
+                 Py_None, PyTuple_GET_ITEM(dts, 1), st_new);
+    Py_XDECREF(ins);
+    Py_DECREF(site);
+    if (port == NULL)
+        return NULL;
+    PyObject *r = enqueue(port);
+    Py_DECREF(port);
+    if (r != NULL)
+        n_native++;
+    return r;
+}
+
+static PyObject *mapfunc_new(PyTypeObject *tp, PyObject *args, PyObject *Py_UNUSED(kw)) {
+    PyObject *name, *func;
+    if (!PyArg_ParseTuple(args, "UO:MapFunc", &name, &func))
+        return NULL;
+    MapFunc *m = (MapFunc *)tp->tp_alloc(tp, 0);
+    if (m == NULL)
+        return NULL;
+    m->name = Py_NewRef(name);
+    m->func = Py_NewRef(func);
+    m->vectorcall = mapfunc_vectorcall;
+    return (PyObject *)m;
+}
+
+static PyObject *mapfunc_repr(MapFunc *m) {
+    return PyUnicode_FromFormat("<streamrt function %U>", m->name);
+}
+
+/* pickled by name, as the function it stands for (``__module__`` and ``__qualname__`` are
+ * the Python function's, frontend/native.py) */
+static PyObject *mapfunc_reduce(PyObject *self, PyObject *Py_UNUSED(unused)) {
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef mapfunc_methods[] = {
+    {"__reduce__", mapfunc_reduce, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyTypeObject MapFuncType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.frontend._native.MapFunc",
+    .tp_basicsize = sizeof(MapFunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A one-operand element-wise function recorded in C (the Python function is "
+              "__wrapped__).",
+    .tp_new = mapfunc_new,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_dealloc = (destructor)recorder_dealloc,
+    .tp_repr = (reprfunc)mapfunc_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(MapFunc, vectorcall),
+    .tp_members = recorder_members,
+    .tp_methods = mapfunc_methods,
+    .tp_getset = dict_getset,
+    .tp_dictoffset = offsetof(MapFunc, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+/* ---- indexing and in-place operators on the NumPy tier ------------------------------------ */
+/* Array.__getitem__, __setitem__ and the in-place operators (__iadd__, ...) of a computed
+ * array: NumPy's own indexing and in-place ufuncs on its buffer. Anything else -- a lazy
+ * array, an advanced index, a base that recorded work still reads -- calls the Python
+ * method, the definition. */
+enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC, F_FUNC };
+
+typedef struct {
+    PyObject_HEAD
+    int kind;
+    PyObject *name;          /* F_INPLACE: the op (OPS key) */
+    PyObject *func;          /* the Python method */
+    PyObject *ref;           /* F_INPLACE: the op's NumPy ufunc, once looked up */
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+} Fast;
+
+/* An index NumPy treats as basic (ints, slices, ..., None, or a tuple of them): a view or
+ * an element, never a copy. */
+static int basic_item(PyObject *k) {
+    return PyLong_CheckExact(k) || PySlice_Check(k) || k == Py_Ellipsis || k == Py_None ||
+           PyArray_IsScalar(k, Integer);
+}
+
+/* an index item as NumPy takes it on the NumPy tier (new ref): a basic item, an index
+ * array (a computed Array's host ndarray, a NumPy array, a list); NULL without an error ->
+ * the Python path. ``*basic`` is cleared for an index array (the result is a copy). */
+static PyObject *eager_item(PyObject *k, Py_ssize_t lim, int *basic) {
+    if (basic_item(k))
+        return Py_NewRef(k);
+    if (Py_TYPE(k) == ArrayType) {
+        PyObject *h = host_of(k);
+        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim)
+            return NULL;
+        *basic = 0;
+        return Py_NewRef(h);
+    }
+    if (PyArray_CheckExact(k) || PyList_CheckExact(k) || PyBool_Check(k)) {
+        *basic = 0;
+        return Py_NewRef(k);
+    }
+    return NULL;
+}
+
+static PyObject *eager_key(PyObject *key, Py_ssize_t lim, int *basic) {
+    *basic = 1;
+    if (!PyTuple_CheckExact(key))
+        return eager_item(key, lim, basic);
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *e = eager_item(PyTuple_GET_ITEM(key, k), lim, basic);
+        if (e == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, e);
+    }
+    return out;
+}
+
+
+/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
+ * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
+ * error -> the Python path */
+static PyObject *getitem_fast(PyObject *self, PyObject *key) {
+    PyObject *pv = host_of(self);
+    if (pv == NULL)
+        return NULL;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    int basic;
+    PyObject *hkey = eager_key(key, lim, &basic);
+    if (hkey == NULL)
+        return NULL;
+    if (!basic) {                       /* an index array: NumPy's gather, a copy */
+        PyObject *r = PyObject_GetItem(pv, hkey);
+        Py_DECREF(hkey);
+        if (r == NULL) {
+            numpy_error();
+            return NULL;
+        }
+        return PyArray_CheckExact(r) || PyArray_IsScalar(r, Generic) ? eager_result(r) : r;
+    }
+    Py_DECREF(hkey);
+    PyObject *base = host_base(self);
+    if (base == NULL) {                 /* a buffer of its own: the base of its views */
+        if (port_of(self) == NULL)
+            return NULL;
+        base = host_base(self);
+    }
+    PyObject *r = PyObject_GetItem(pv, key);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    if (!PyArray_CheckExact(r))
+        return r;
+    PyObject *a = eager_array(r, base);
+    Py_DECREF(r);
+    return a;
+}
+
+/* 1 done, 0 -> the Python path, -1 error */
+/* Whether ``self``'s buffer may be written in place now: computed, and no recorded work
+ * still reads it (tiers.settle otherwise, in Python) */
+static inline PyObject *writable_host(PyObject *self) {
+    PyObject *pv = host_of(self);
+    if (pv == NULL)
+        return NULL;
+    PyObject *b = host_base(self);
+    return b == NULL || slot_or_none(b, P_captured) == Py_None ? pv : NULL;
+}
+
+static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
+    PyObject *pv = writable_host(self);
+    if (pv == NULL)
+        return 0;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return (int)lim;
+    PyObject *vv = eager_operand(value, lim);
+    if (vv == NULL)
+        return 0;
+    int basic;
+    PyObject *hkey = eager_key(key, lim, &basic);
+    if (hkey == NULL)
+        return 0;
+    int rc = PyObject_SetItem(pv, hkey, vv);
+    Py_DECREF(hkey);
+    if (rc < 0)
+        return numpy_error();
+    n_eager++;
+    return 1;
+}
+
+/* a op= b: NumPy's in-place ufunc into a's buffer; NULL without an error -> Python */
+static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
+    PyObject *pv = writable_host(self);
+    if (pv == NULL)
+        return NULL;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0 || PyArray_SIZE((PyArrayObject *)pv) >= lim)
+        return NULL;
+    PyObject *ov = eager_operand(other, lim);
+    if (ov == NULL)
+        return NULL;
+    PyObject *uf = ref_of(&f->ref, f->name);
+    if (uf == NULL)
+        return NULL;
+    PyObject *args[3] = {pv, ov, pv};
+    PyObject *r = PyObject_Vectorcall(uf, args, 3, NULL);
+    if (r == NULL) {
+        numpy_error();
+        return NULL;
+    }
+    Py_DECREF(r);
+    n_eager++;
+    return Py_NewRef(self);
+}
+
+/* Array.__array_ufunc__(ufunc, "__call__", *inputs) with no keywords, inputs computed and
+ * small (Arrays, NumPy arrays, Python or NumPy scalars): NumPy's ufunc now, when its result
+ * dtype is one streamrt has. NULL without an error -> the Python method. */
+static PyObject *ufunc_fast(PyObject *const *args, Py_ssize_t n) {
+    if (n < 4 || n > 6 || !PyUnicode_Check(args[2]) ||
+        PyUnicode_CompareWithASCIIString(args[2], "__call__") != 0)
+        return NULL;
+    PyObject *name = PyDict_GetItemWithError(ufunc_ops, args[1]);
+    PyObject *slot = NULL;      /* (a ufunc: its reference is itself, held by the dict) */
+    PyObject *r = name == NULL ? NULL : eager_call(&slot, name, args + 3, n - 3);
+    Py_XDECREF(slot);
+    return r;
+}
+
+/* ---- NumPy functions on the NumPy tier (array.eager_function) ----------------------------- */
+#define MAXFOUND 16
+typedef struct { PyObject *host[MAXFOUND], *array[MAXFOUND]; int n; } Found;
+
+/* an argument as the NumPy call takes it (new ref): an Array's host ndarray, a list or tuple
+ * of them (one level); NULL without an error -> not the NumPy tier */
+static PyObject *eager_arg(PyObject *v, Py_ssize_t lim, Found *fd, int deep) {
+    if (Py_TYPE(v) == ArrayType) {
+        PyObject *h = host_of(v);
+        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim || fd->n >= MAXFOUND)
+            return NULL;
+        fd->host[fd->n] = h;
+        fd->array[fd->n] = v;
+        fd->n++;
+        return Py_NewRef(h);
+    }
+    if (deep && (PyList_CheckExact(v) || PyTuple_CheckExact(v))) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject **items = PySequence_Fast_ITEMS(v);
+        Py_ssize_t k;
+        for (k = 0; k < n; k++)
+            if (Py_TYPE(items[k]) == ArrayType)
+                break;
+        if (k == n)
+            return Py_NewRef(v);
+        int list = PyList_CheckExact(v);
+        PyObject *out = list ? PyList_New(n) : PyTuple_New(n);
+        if (out == NULL)
+            return NULL;
+        for (k = 0; k < n; k++) {
+            PyObject *e = eager_arg(items[k], lim, fd, 0);
+            if (e == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (list)
+                PyList_SET_ITEM(out, k, e);
+            else
+                PyTuple_SET_ITEM(out, k, e);
+        }
+        return out;
+    }
+    return Py_NewRef(v);
+}
+
+static PyObject *root_of(PyObject *a) {
+    while (PyArray_Check(a) && PyArray_BASE((PyArrayObject *)a) != NULL)
+        a = PyArray_BASE((PyArrayObject *)a);
+    return a;
+}
+
+/* a NumPy-tier call's answer (steals r): see array._eager_out; NULL without an error -> the
+ * Python path */
+static PyObject *eager_out(PyObject *r, Found *fd) {
+    if (PyArray_CheckExact(r)) {
+        PyArrayObject *ra = (PyArrayObject *)r;
+        if (PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra)) <= 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        if (PyArray_BASE(ra) != NULL) {
+            PyObject *root = root_of(r);
+            for (int k = 0; k < fd->n; k++) {
+                if (root_of(fd->host[k]) != root)
+                    continue;
+                PyObject *a = fd->array[k];
+                PyObject *b = host_base(a);
+                if (b == NULL) {
+                    if (port_of(a) == NULL) {
+                        Py_DECREF(r);
+                        return NULL;
+                    }
+                    b = host_base(a);
+                }
+                PyObject *v = eager_array(r, b);
+                Py_DECREF(r);
+                return v;
+            }
+        }
+        return eager_result(r);
+    }
+    if (PyTuple_Check(r) || PyList_CheckExact(r)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+        PyObject *items = PyTuple_New(n);
+        if (items == NULL) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *e = eager_out(Py_NewRef(PySequence_Fast_GET_ITEM(r, k)), fd);
+            if (e == NULL) {
+                Py_DECREF(items);
+                Py_DECREF(r);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(items, k, e);
+        }
+        PyObject *out;
+        if (PyList_CheckExact(r))
+            out = PySequence_List(items);
+        else if (PyTuple_CheckExact(r))
+            out = Py_NewRef(items);
+        else                            /* a named tuple (np.linalg's results) */
+            out = PyObject_CallObject((PyObject *)Py_TYPE(r), items);
+        Py_DECREF(items);
+        Py_DECREF(r);
+        return out;
+    }
+    if (PyArray_Check(r)) {             /* an ndarray subclass: not for the NumPy tier */
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;                           /* a scalar (NumPy's or Python's), None, ... */
+}
+
+/* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
+static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
+                            PyObject *kwnames) {
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (n + nkw > 16)
+        return NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "out") == 0 &&
+            args[n + k] != Py_None)
+            return NULL;
+    Found fd;
+    fd.n = 0;
+    PyObject *hv[16];
+    Py_ssize_t m = 0;
+    PyObject *r = NULL;
+    for (; m < n + nkw; m++)
+        if ((hv[m] = eager_arg(args[m], lim, &fd, 1)) == NULL)
+            goto done;
+    if (fd.n == 0)
+        goto done;
+    r = PyObject_Vectorcall(ref, hv, n, kwnames);
+    if (r == NULL)
+        numpy_error();
+    else if ((r = eager_out(r, &fd)) != NULL)
+        n_eager++;
+done:
+    for (Py_ssize_t k = 0; k < m; k++)
+        Py_DECREF(hv[k]);
+    return r;
+}
+
+static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Fast *f = (Fast *)o;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && enabled && n >= 1 && Py_TYPE(args[0]) == ArrayType && plain_now()) {
+        if (f->kind == F_GETITEM && n == 2) {
+            PyObject *r = getitem_fast(args[0], args[1]);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        } else if (f->kind == F_SETITEM && n == 3) {
+            int r = setitem_fast(args[0], args[1], args[2]);
+            if (r < 0)
+                return NULL;
+            if (r > 0)
+                Py_RETURN_NONE;
+        } else if (f->kind == F_INPLACE && n == 2) {
+            PyObject *r = inplace_fast(f, args[0], args[1]);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        } else if (f->kind == F_UFUNC) {
+            PyObject *r = ufunc_fast(args, n);
+            if (r != NULL || PyErr_Occurred())
+                return r;
+        }
+    }
+    if (f->kind == F_FUNC && enabled && plain_now()) {
+        PyObject *r = eager_func(f->name, args, n, kwnames);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
+    return PyObject_Vectorcall(f->func, args, nargsf, kwnames);
+}
+
+static PyObject *fast_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    int kind;
+    PyObject *name, *func;
+    if (!PyArg_ParseTuple(args, "iOO:Fast", &kind, &name, &func))
+        return NULL;
+    Fast *f = (Fast *)tp->tp_alloc(tp, 0);
+    if (f == NULL)
+        return NULL;
+    f->kind = kind;
+    f->name = Py_NewRef(name);
+    f->func = Py_NewRef(func);
+    f->vectorcall = fast_vectorcall;
+    return (PyObject *)f;
+}
+
+static int fast_traverse(Fast *f, visitproc visit, void *arg) {
+    Py_VISIT(f->func);
+    Py_VISIT(f->dict);
+    return 0;
+}
+
+static int fast_clear(Fast *f) {
+    Py_CLEAR(f->ref);
+    Py_CLEAR(f->name);
+    Py_CLEAR(f->func);
+    Py_CLEAR(f->dict);
+    return 0;
+}
+
+static void fast_dealloc(Fast *f) {
+    PyObject_GC_UnTrack(f);
+    fast_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyTypeObject FastType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt._native.Fast",
+    .tp_basicsize = sizeof(Fast),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "Array indexing or an in-place operator on the NumPy tier in C (the Python "
+              "method is __wrapped__).",
+    .tp_new = fast_new,
+    .tp_traverse = (traverseproc)fast_traverse,
+    .tp_clear = (inquiry)fast_clear,
+    .tp_dealloc = (destructor)fast_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Fast, vectorcall),
+    .tp_descr_get = method_get,
+    .tp_getset = dict_getset,
+    .tp_dictoffset = offsetof(Fast, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+
+/* ---- Array.__del__ ----------------------------------------------------------------------- */
+/* array._decref: one Array fewer refers to the port; at zero a view lets go of its base. */
+static void decref_port(PyObject *p) {
+    while (p != NULL) {
+        if (add_nrefs(p, -1) < 0) {
+            PyErr_Clear();
+            return;
+        }
+        PyObject *n = SLOT(p, P_nrefs);
+        if (PyLong_AsLong(n) > 0 || !streq(SLOT(p, P_kind), s_view))
+            return;
+        PyObject *ins = SLOT(p, P_inputs);
+        if (ins == NULL || !PyTuple_Check(ins) || PyTuple_GET_SIZE(ins) < 1)
+            return;
+        if (SLOT(p, P_counted) == Py_True) {      /* a NumPy-tier view: the base's count */
+            set_slot(p, P_counted, Py_False);
+            if (add_int_slot(PyTuple_GET_ITEM(ins, 0), P_eager_views, -1) < 0) {
+                PyErr_Clear();
+                return;
+            }
+        }
+        p = PyTuple_GET_ITEM(ins, 0);
+    }
+}
+
+/* Array.__del__: its port lets go (array._decref), or a NumPy-tier view its base. */
+static void release_array(PyObject *a) {
+    PyObject *port = SLOT(a, A_port);
+    if (port != NULL && Py_TYPE(port) == PortType) {
+        decref_port(port);
+        return;
+    }
+    PyObject *b = SLOT(a, A_base);
+    if (b != NULL && Py_TYPE(b) == PortType) {
+        if (add_int_slot(b, P_eager_views, -1) < 0)
+            PyErr_Clear();
+        decref_port(b);
+    }
+}
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+} ArrayDel;
+
+static PyObject *arraydel_vectorcall(PyObject *Py_UNUSED(o), PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL && configured &&
+        PyObject_TypeCheck(args[0], ArrayType))
+        release_array(args[0]);
+    Py_RETURN_NONE;
+}
+
+/* Array's tp_finalize, set directly (frontend/native.py installs it): the same as calling
+ * its __del__, without looking the method up and calling it for every Array that dies. */
+static void array_finalize(PyObject *self) {
+    if (configured && PyObject_TypeCheck(self, ArrayType))
+        release_array(self);
+}
+
+static PyObject *arraydel_new(PyTypeObject *tp, PyObject *Py_UNUSED(args),
+                              PyObject *Py_UNUSED(kw)) {
+    ArrayDel *d = (ArrayDel *)tp->tp_alloc(tp, 0);
+    if (d != NULL)
+        d->vectorcall = arraydel_vectorcall;
+    return (PyObject *)d;
+}
+
+static PyTypeObject ArrayDelType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.frontend._native.ArrayDel",
+    .tp_basicsize = sizeof(ArrayDel),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "Array.__del__ in C: the port's reference count (array._decref).",
+    .tp_new = arraydel_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(ArrayDel, vectorcall),
+    .tp_descr_get = method_get,
+};
+
+/* ---- configure ---------------------------------------------------------------------------- */
+static int get_type(PyObject *cfg, const char *name, PyTypeObject **out) {
+    PyObject *t = PyDict_GetItemString(cfg, name);
+    if (t == NULL || !PyType_Check(t)) {
+        PyErr_Format(PyExc_KeyError, "configure: %s (a class) missing", name);
+        return -1;
+    }
+    Py_INCREF(t);
+    *out = (PyTypeObject *)t;
+    return 0;
+}
+
+static int get_obj(PyObject *cfg, const char *name, PyObject **out) {
+    PyObject *o = PyDict_GetItemString(cfg, name);
+    if (o == NULL) {
+        PyErr_Format(PyExc_KeyError, "configure: %s missing", name);
+        return -1;
+    }
+    Py_INCREF(o);
+    *out = o;
+    return 0;
+}
+
+static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
+    if (!PyDict_Check(cfg)) {
+        PyErr_SetString(PyExc_TypeError, "configure(dict)");
+        return NULL;
+    }
+    if (configured) {
+        PyErr_SetString(PyExc_RuntimeError, "configure: called twice");
+        return NULL;
+    }
+    if (get_type(cfg, "Array", &ArrayType) || get_type(cfg, "Port", &PortType) ||
+        get_type(cfg, "CallSite", &SiteType) || get_type(cfg, "WorkQueue", &QueueType) ||
+        get_obj(cfg, "ids", &ids) || get_obj(cfg, "internal", &internal) ||
+        get_obj(cfg, "fast", &fast_memo) || get_obj(cfg, "ufast", &ufast_memo) ||
+        get_obj(cfg, "piecewise", &piecewise) || get_obj(cfg, "hooks_dict", &hooks_dict) ||
+        get_obj(cfg, "current_queue", &current_queue) ||
+        get_obj(cfg, "follow", &follow_table) || get_obj(cfg, "settings", &settings) ||
+        get_obj(cfg, "iinfo", &iinfo) || get_obj(cfg, "enqueue_plain", &enqueue_plain) ||
+        get_obj(cfg, "key_external", &key_external) || get_obj(cfg, "weak_f", &weak_f) ||
+        get_obj(cfg, "weak_i", &weak_i) || get_obj(cfg, "NEW", &st_new) ||
+        get_obj(cfg, "DONE", &st_done) || get_obj(cfg, "SUBMITTED", &st_submitted) ||
+        get_obj(cfg, "DEAD", &st_dead) || get_obj(cfg, "refs", &refs) ||
+        get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
+        get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize))
+        return NULL;
+    if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
+        !PyDict_Check(refs) ||
+        !PyDict_Check(piecewise) || !PyDict_Check(hooks_dict) || !PyDict_Check(iinfo) ||
+        !PyDict_Check(follow_table) ||
+        !PyIter_Check(ids)) {
+        PyErr_SetString(PyExc_TypeError, "configure: unexpected object types");
+        return NULL;
+    }
+    struct { PyTypeObject **tp; const char *name; Py_ssize_t *off; } slots[] = {
+        {&ArrayType, "_p", &A_port}, {&ArrayType, "_v", &A_value}, {&ArrayType, "_b", &A_base},
+        {&PortType, "id", &P_id}, {&PortType, "kind", &P_kind}, {&PortType, "op", &P_op},
+        {&PortType, "dtype", &P_dtype}, {&PortType, "shape", &P_shape},
+        {&PortType, "inputs", &P_inputs}, {&PortType, "params", &P_params},
+        {&PortType, "site", &P_site}, {&PortType, "queue", &P_queue},
+        {&PortType, "value", &P_value}, {&PortType, "state", &P_state},
+        {&PortType, "error", &P_error}, {&PortType, "nrefs", &P_nrefs},
+        {&PortType, "scalar", &P_scalar}, {&PortType, "loop_dtype", &P_loop_dtype},
+        {&PortType, "ref", &P_ref}, {&PortType, "holders", &P_holders},
+        {&PortType, "captured", &P_captured}, {&PortType, "eager_views", &P_eager_views},
+        {&PortType, "counted", &P_counted},
+        {&SiteType, "code", &S_code}, {&SiteType, "lasti", &S_lasti},
+        {&SiteType, "_lineno", &S_lineno},
+        {&QueueType, "entries", &Q_entries}, {&QueueType, "lock", &Q_lock},
+        {&QueueType, "pending_computes", &Q_pending}, {&QueueType, "keyparts", &Q_keyparts},
+        {&QueueType, "kports", &Q_kports}, {&QueueType, "num", &Q_num},
+        {&QueueType, "recorded", &Q_recorded}, {&QueueType, "max_elements", &Q_max_elements},
+        {&QueueType, "_shape", &Q_shape}, {&QueueType, "limit", &Q_limit},
+        {&QueueType, "epoch", &Q_epoch}, {&QueueType, "follow", &Q_follow},
+        {&QueueType, "fpos", &Q_fpos}, {&QueueType, "recording", &Q_recording},
+        {&QueueType, "eager_limit", &Q_eager_limit},
+    };
+    for (size_t k = 0; k < sizeof(slots) / sizeof(slots[0]); k++)
+        if (slot_offset(*slots[k].tp, slots[k].name, slots[k].off) < 0)
+            return NULL;
+#define INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return NULL
+    INTERN(s_map, "map"); INTERN(s_scalar, "scalar"); INTERN(s_view, "view");
+    INTERN(s_const, "const"); INTERN(s_compute, "compute"); INTERN(s_f, "f");
+    INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power");
+    INTERN(s_on_record, "on_record"); INTERN(s_queue_threshold, "queue_threshold");
+    INTERN(s_eager_elements, "eager_elements");
+    INTERN(s_queue_key, "streamrt.work_queue");
+#undef INTERN
+    if ((zero = PyLong_FromLong(0)) == NULL ||
+        (empty = PyTuple_New(0)) == NULL)
+        return NULL;
+    configured = enabled = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *install_finalizer(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
+    if (!configured || ArrayType->tp_finalize == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_finalizer: not configured, or Array has "
+                        "no __del__");
+        return NULL;
+    }
+    ArrayType->tp_finalize = array_finalize;
+    Py_RETURN_NONE;
+}
+
+/* ---- the flush's loops over its entries ----------------------------------------------- */
+/* cscheduler: tuple([p.nrefs <= 0 for p in kports if p.state == NEW]) */
+static PyObject *released_flags(PyObject *Py_UNUSED(mod), PyObject *kports) {
+    if (!configured || !PyList_CheckExact(kports)) {
+        PyErr_SetString(PyExc_TypeError, "released_flags(list of ports), once configured");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(kports), m = 0;
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *p = PyList_GET_ITEM(kports, k);
+        if (Py_TYPE(p) != PortType) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "released_flags: not a port");
+            return NULL;
+        }
+        int isnew = PyObject_RichCompareBool(SLOT(p, P_state), st_new, Py_EQ);
+        if (isnew < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (!isnew)
+            continue;
+        long r = PyLong_AsLong(SLOT(p, P_nrefs));
+        if (r == -1 && PyErr_Occurred()) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, m++, Py_NewRef(r <= 0 ? Py_True : Py_False));
+    }
+    if (_PyTuple_Resize(&out, m) < 0)
+        return NULL;
+    return out;
+}
+
+/* cscheduler._unwritten: the flushed ports no program writes -- views follow their base, the
+ * rest were dead or fused away. */
+static PyObject *unwritten(PyObject *Py_UNUSED(mod), PyObject *entries) {
+    if (!configured || !PyList_CheckExact(entries)) {
+        PyErr_SetString(PyExc_TypeError, "unwritten(list of entries), once configured");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(entries); k++) {
+        PyObject *e = PyList_GET_ITEM(entries, k);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 2 ||
+            !streq(PyTuple_GET_ITEM(e, 0), s_compute))
+            continue;
+        PyObject *p = PyTuple_GET_ITEM(e, 1);
+        if (Py_TYPE(p) != PortType)
+            continue;
+        int isnew = PyObject_RichCompareBool(SLOT(p, P_state), st_new, Py_EQ);
+        if (isnew < 0)
+            return NULL;
+        if (!isnew)
+            continue;
+        PyObject *to = st_dead;
+        if (streq(SLOT(p, P_kind), s_view)) {
+            PyObject *base = PyTuple_GET_ITEM(SLOT(p, P_inputs), 0);
+            int dead = PyObject_RichCompareBool(SLOT(base, P_state), st_dead, Py_EQ);
+            if (dead < 0)
+                return NULL;
+            to = dead ? st_dead : st_submitted;
+        }
+        set_slot(p, P_state, to);
+    }
+    Py_RETURN_NONE;
+}
+
+/* array._enqueue_plain for a port the Python path built (a reduction, an intrinsic, a
+ * view, ...): the same work-queue and key entries, in C; the unusual cases in Python. */
+static PyObject *py_enqueue(PyObject *Py_UNUSED(mod), PyObject *port) {
+    if (!enabled || Py_TYPE(port) != PortType || !plain_now())
+        return call_enqueue(port);
+    return enqueue(port);
+}
+
+static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
+    epoch++;
+    Py_RETURN_NONE;
+}
+
+/* The interface version frontend/native.py expects: a build older than its source (an
+ * editable install not rebuilt after a pull) is then not used. */
+#define NATIVE_ABI 4
+
+static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    PyObject *was = enabled ? Py_True : Py_False;
+    enabled = v && configured;
+    return Py_NewRef(was);
+}
+
+/* f(): valgrind --tool=callgrind --toggle-collect=streamrt_measured counts exactly the
+ * instructions of the call (benchmarks/overhead.py --callgrind). */
+__attribute__((noinline)) PyObject *streamrt_measured(PyObject *Py_UNUSED(mod), PyObject *f) {
+    return PyObject_CallNoArgs(f);
+}
+
+static PyObject *native_count(PyObject *Py_UNUSED(mod), PyObject *reset) {
+    long long n = n_native;
+    if (PyObject_IsTrue(reset))
+        n_native = 0;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *eager_count(PyObject *mod, PyObject *reset) {
+    long long n = n_eager;
+    if (PyObject_IsTrue(reset))
+        n_eager = 0;
+    return PyLong_FromLongLong(n);
+}
+
+static PyMethodDef methods[] = {
+    {"eager_count", eager_count, METH_O, "eager_count(reset): ops the C path ran on the NumPy "
+     "tier."},
+    {"configure", configure, METH_O, "Give the C record path the classes, memo dicts and "
+     "functions of the Python one (frontend/native.py); once."},
+    {"enable", enable, METH_O, "Switch the C path on or off (off: every call takes the Python "
+     "path); returns the previous state."},
+    {"install_finalizer", install_finalizer, METH_NOARGS, "Array's tp_finalize: the C "
+     "__del__ (after Array.__del__ is the ArrayDel)."},
+    {"enqueue", py_enqueue, METH_O, "array._enqueue_plain in C (the port joins this thread's "
+     "work queue; an Array of it comes back)."},
+    {"settings_changed", settings_changed, METH_NOARGS, "A setting changed (config.py): work "
+     "queues read their threshold again."},
+    {"released_flags", released_flags, METH_O, "The trace key's released flags of a flush's "
+     "numbered ports (cscheduler._program_sequence)."},
+    {"unwritten", unwritten, METH_O, "cscheduler._unwritten"},
+    {"measured", streamrt_measured, METH_O, "f(), in the C function streamrt_measured (for "
+     "callgrind's --toggle-collect: instruction counts of one call)."},
+    {"native_count", native_count, METH_O, "native_count(reset): ops recorded entirely in C."},
+    {NULL}};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "streamrt.frontend._native",
+    "The record path of the hot Array operators and map functions in C.", -1, methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    import_array();
+    if (PyType_Ready(&BinOpType) < 0 || PyType_Ready(&MapFuncType) < 0 ||
+        PyType_Ready(&FastType) < 0 ||
+        PyType_Ready(&ArrayDelType) < 0 || PyType_Ready(&QueueLockType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
+        PyModule_AddObjectRef(m, "BinOp", (PyObject *)&BinOpType) < 0 ||
+        PyModule_AddObjectRef(m, "MapFunc", (PyObject *)&MapFuncType) < 0 ||
+        PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
+        PyModule_AddObjectRef(m, "ArrayDel", (PyObject *)&ArrayDelType) < 0 ||
+        PyModule_AddObjectRef(m, "QueueLock", (PyObject *)&QueueLockType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

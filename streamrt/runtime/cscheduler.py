@@ -1,0 +1,287 @@
+"""C-Scheduler: decides when the work queue is compiled (a read, a queue-length threshold, a
+hint, ps.sync()), hands it to ProgGen and submits the program sequence to the E-Scheduler
+under flow control."""
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+from ..core import hooks, keys, stats
+from ..core.config import settings
+from ..core.errors import MacroError, callsite, record_error
+from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
+from .. import compiler
+from ..compiler import sequence
+from ..compiler.kernel import is_update
+from ..backends.base import HostPool, host_pool
+from ..backends.numba_cpu import jit
+from . import direct, escheduler as es_mod, macro_cache, placement, trace_cache
+from .flow import Flow
+from .workqueue import current_queue
+
+_flow = None
+_flow_lock = threading.Lock()
+
+
+def flow() -> Flow:
+    global _flow
+    with _flow_lock:
+        if _flow is None:
+            _flow = Flow(settings.max_inflight)
+        return _flow
+
+
+def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False):
+    """(program sequence, cache hit or None) for a flush: a trace-cache (or macro-cache) hit
+    instantiates the cached template; a miss runs ProgGen and caches the template.
+    ``direct_ok``: the flush would run its sequence inline with nothing observing it -- a hit
+    whose template has a direct plan (executors/direct.py) runs it here instead and returns
+    (None, True)."""
+    cache = macro_cache.get() if macro_key is not None else trace_cache.get()
+    use = kparts is not None and (macro_key is not None or settings.trace_cache)
+    if use and kparts:
+        released = released_flags(kports)
+        key = keys.trace_key(executor.name, kparts, released, macro_key)
+        t = cache.lookup(key)
+        prof = hooks.profiler
+        if t is not None:
+            plan = t.direct
+            if plan and direct_ok and plan.run(kports, executor):
+                return None, True       # (its run counts the hit and the flush: TracePlan)
+            cache.note(True)
+            if prof is not None:
+                prof.cache(cache.stat[:5], True, _first_site(entries))
+            seq = sequence.instantiate(t, kports)
+            if plan is None and direct_ok and jit.all_ready(seq):
+                t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
+            return seq, True
+        esites = [e[1].site for e in entries if e[0] == "compute"]
+        why = None
+        if settings.debug >= 1 or prof is not None:
+            why = cache.explain_miss(key, esites)
+            if settings.debug >= 1:
+                print(f"[streamrt] {cache.name} miss: {why}", file=sys.stderr)
+        if prof is not None:
+            prof.cache(cache.stat[:5], False, _first_site(entries), why)
+        cache.note(False)
+        seq = compiler.generate(entries, executor.caps)
+        t = sequence.to_template(seq, kports)
+        if t is not None:
+            cache.insert(key, t, esites)
+        return seq, False
+    return compiler.generate(entries, executor.caps), None
+
+
+def direct_ok():
+    """Whether a run may take a direct plan (executors/direct.py: a macro replay or a flushed
+    trace calling its kernels itself): the direct path on and nothing observing runs -- debug
+    output, the profiler, the debugger's hooks, a test's launch log."""
+    if not settings.direct_replay or settings.debug or hooks.profiler is not None \
+            or hooks.on_complete is not None or hooks.keep_graph or hooks.on_record is not None:
+        return False
+    es = es_mod._instance
+    return es is None or es.launch_log is None
+
+
+def _first_site(entries):
+    for e in entries:
+        if e[0] == "compute":
+            return e[1].site
+    return None
+
+
+def flush(queue=None, reason="sync", macro_key=None, force=False):
+    """Compile and submit everything recorded in ``queue`` (default: this thread's)."""
+    q = queue if queue is not None else current_queue()
+    with q.lock:
+        if q.recording is not None and not force:
+            return None         # a macro section is being recorded: it is flushed at its end
+        entries, kparts, kports = q.take_trace()
+        if not entries:
+            return None
+        executor, placed = placement.choose(entries, kparts, q.taken_max)
+        cluster = hooks.distributed
+        if cluster is not None:
+            routed = cluster.route(entries, executor)
+            if routed is not executor:           # reads arrays held by Dask workers
+                executor, placed = routed, None
+        direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
+            and cluster is None and direct_ok()
+        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
+        if seq is None:                 # run by the template's direct plan (which counted it)
+            _unwritten(entries)
+            return None
+        if getattr(executor, "in_order", False) and not hooks.keep_graph:
+            seq.mark_transient()
+        drop_dead_scratch(seq.dead)
+        pool_scratch(entries)
+        if placed is not None:
+            placement.start(seq, placed, executor)
+        prof = hooks.profiler
+        if prof is not None:
+            prof.flush(entries, seq, reason, hit)
+        written = set()
+        for prog in seq.programs:
+            for p in prog.outputs:
+                written.add(p.id)
+                p.state = SUBMITTED
+        _unwritten(entries)
+        stats.add("flushes")
+        if settings.debug >= 1:
+            nk = sum(1 for p in seq.programs if p.kind == "kernel")
+            print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
+                  f"programs ({nk} kernels)", file=sys.stderr)
+        dispatch(seq, executor, inline=reason in ("read", "sync"))
+        return seq
+
+
+def released_flags(kports):
+    """The trace key's released flags: of the ports this flush computes, which no Array holds
+    any more (the C record path brings a twin: ``use_native``)."""
+    return tuple([p.nrefs <= 0 for p in kports if p.state == NEW])
+
+
+def _unwritten(entries):
+    """The flushed ports no program writes: views follow their base; the rest were dead or
+    fused away and are never written to memory."""
+    for e in entries:
+        if e[0] == "compute" and e[1].state == NEW:
+            p = e[1]
+            if p.kind == "view":
+                p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+            else:
+                p.state = DEAD
+
+
+def use_native(flags, unwritten):
+    """Run the flush's two loops over its entries in C: ``released_flags`` and ``_unwritten``
+    replaced by their twins (frontend/native.py, when the C record path is installed)."""
+    global released_flags, _unwritten
+    released_flags, _unwritten = flags, unwritten
+
+
+def drop_dead_scratch(dead):
+    """An uninitialised buffer (``np.empty`` at record time: ``roll``, ``concatenate``, the
+    assembled results of frontend/pieces.py) whose region writes were all found dead is never
+    touched: free it now rather than when the sequence ends (a wave loop records a few per
+    step; held, they keep the heap from handing their memory to the buffers actually
+    written)."""
+    for p in dead:
+        if is_update(p) and is_scratch(p.inputs[0]) and p.inputs[0].nrefs <= 0:
+            p.inputs[0].value = None
+
+
+def pool_scratch(entries):
+    """The scratch buffers of this flush that a kernel will write (the dead ones are gone):
+    each large one is swapped for a buffer of the host pool (executors/base.py ``HostPool``)
+    before any kernel sees it. The buffer ``np.empty`` gave at record time is untouched, so
+    dropping it costs nothing, while a fresh heap buffer would fault its pages in as the
+    pieces write it: a wave loop records three per step, one of them written."""
+    seen = set()
+    for e in entries:
+        if e[0] != "compute" or not is_update(e[1]):
+            continue
+        b = e[1].inputs[0]
+        if not is_scratch(b) or b.id in seen:
+            continue
+        seen.add(b.id)
+        v = b.value
+        if type(v) is np.ndarray and v.base is None and v.nbytes >= HostPool.MIN_BYTES:
+            b.value = host_pool.array(v.shape, v.dtype)
+
+
+def submit_replay(seq, ports, executor):
+    """Submit an instantiated macro sequence whose ports were created by the replay."""
+    for prog in seq.programs:
+        for p in prog.outputs:
+            p.state = SUBMITTED
+    for p in ports:
+        if p.state == NEW:
+            if p.kind == "view":
+                p.state = SUBMITTED if p.inputs[0].state != DEAD else DEAD
+            else:
+                p.state = DEAD
+    stats.add("flushes")
+    dispatch(seq, executor, inline=True)
+
+
+def dispatch(seq, executor, inline=False):
+    """Hand a program sequence to the E-Scheduler -- or, when the pipeline is idle and the
+    sequence is small (or about to be waited for), run it on this thread."""
+    run = getattr(executor, "run_sequence", None)
+    if run is not None:                 # the Dask executor launches whole sequences itself
+        run(seq)
+        return
+    f = flow()
+    es = es_mod.get(f)
+    # (a read run by the NumPy interpreter -- the cold tier, or STREAMRT_BACKEND=reference --
+    # runs here whatever its size: NumPy would not use the executor thread's cores any
+    # better, and a script's first small computation then starts no runtime thread, one of
+    # the costs of a cold start)
+    # Numba kernels run inline only single-threaded: a parallel region started from this
+    # thread would make libgomp a second thread team besides the executor thread's; with more
+    # OpenMP threads than cores its workers stop spinning, and every parallel region of both
+    # teams then waits on a futex wake (docs/decisions.md)
+    if inline and settings.inline_elements and (
+            executor.name == "reference"
+            or max(map(sequence.elements, seq.programs), default=0) <= inline_limit()) \
+            and f.try_idle():
+        try:
+            es.run_inline(seq, executor)
+        finally:
+            f.release()
+        return
+    f.acquire()
+    es.submit(seq, executor)
+
+
+def inline_limit():
+    """The largest sequence (elements) a read runs on the application thread: at most
+    STREAMRT_INLINE_ELEMENTS, and only while its Numba kernels are single-threaded (see
+    ``dispatch``); -1 when inline runs are off. Direct plans (executors/direct.py) use the
+    same rule."""
+    n = settings.inline_elements
+    return min(n, settings.serial_elements) if n else -1
+
+
+def _check_not_recording(what):
+    q = current_queue()
+    if q.recording is not None:
+        raise record_error(MacroError, f"{what} inside the macro {q.recording.name!r} while it "
+                           "is being recorded: a macro cannot depend on values it computes "
+                           "(return the array and read it after the call)", callsite())
+
+
+def ensure(port):
+    """Make ``port`` computed (flushing its queue if needed); raise its error if it failed."""
+    _check_not_recording("a read of an array")
+    base = port.inputs[0] if port.kind == "view" else port
+    if base.state == NEW:
+        flush(base.queue, reason="read")
+    if base.state == SUBMITTED:
+        es_mod.get(flow()).wait(base)
+    if port.kind == "view" and port.state == SUBMITTED:
+        port.state = base.state
+        port.error = base.error
+    if base.state == FAILED:
+        raise base.error
+    if base.state == DEAD:
+        raise RuntimeError(f"internal error: {port} was released before it was read")
+
+
+def wait_idle():
+    """Wait until every program sequence submitted (by any thread) has run."""
+    f = flow()
+    with f.cond:
+        f.cond.wait_for(lambda: f.inflight == 0)
+
+
+def sync():
+    """Flush this thread's work queue and wait until everything submitted has run."""
+    _check_not_recording("ps.sync()")
+    flush(reason="sync")
+    wait_idle()
+    if hooks.distributed is not None:       # and what runs on a Dask cluster
+        hooks.distributed.wait_all()

@@ -1,1 +1,0 @@
-"""Scheduling: work queue -> C-Scheduler -> E-Scheduler (pending-operation table, flow control)."""
