@@ -15,6 +15,7 @@ from streamrt.runtime import placement
 @pytest.fixture
 def auto():
     placement.reset()
+    placement.discover_now()    # (not in the background: the tests need the devices offered)
     with ps.config.override(backend="auto"):
         yield placement
     placement.reset()

@@ -55,12 +55,6 @@ FLAGS = {
     "progress": Flag("STREAMRT_PROGRESS", "auto", str,
                      "A status line on stderr while kernels compile in the background for "
                      "more than half a second: auto (when stderr is a terminal) | on | off"),
-    "cold_interpret": Flag("STREAMRT_COLD_INTERPRET", True, _bool,
-                           "backend=auto: until the CPU executor (Numba) is loaded, a trace "
-                           "seen for the first time whose arrays are all under "
-                           "STREAMRT_DEVICE_MIN_ELEMENTS runs on the NumPy interpreter (the "
-                           "reference executor), so a short script does not pay Numba's "
-                           "start-up; the trace's second run compiles (0: always compile)"),
     "device_memory_limit": Flag("STREAMRT_DEVICE_MEMORY_LIMIT", 0, int,
                                 "Bytes of device memory an OpenCL/CUDA executor may use (0: the "
                                 "device's own size); past it buffers are spilled to the host"),

@@ -216,7 +216,7 @@ def dispatch(seq, executor, inline=False):
         return
     f = flow()
     es = es_mod.get(f)
-    # (a read run by the NumPy interpreter -- the cold tier, or STREAMRT_BACKEND=reference --
+    # (a read run by the NumPy interpreter -- STREAMRT_BACKEND=reference --
     # runs here whatever its size: NumPy would not use the executor thread's cores any
     # better, and a script's first small computation then starts no runtime thread, one of
     # the costs of a cold start)

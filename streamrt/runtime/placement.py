@@ -144,7 +144,6 @@ def reset(estimates=True, devices=False):
     global _devices, _discovery
     with _lock:
         _measured.clear()
-        _seen_cold.clear()
         _explored.clear()
         if estimates:
             _estimates.clear()
@@ -232,12 +231,6 @@ def choose(entries, kparts, max_elements):
         return registry.get(name), None
     # (the small-work check comes first: it spares small scripts the device discovery)
     small = _small_on_host(entries, settings.device_min_elements, max_elements)
-    if small and _cold(kparts):
-        stats.add("placements_interpreted")
-        if settings.debug >= 1:
-            print("[streamrt] placement: reference (a small trace seen for the first time, "
-                  "Numba not loaded yet)", file=sys.stderr)
-        return registry.get("reference"), None
     if small or not _available():
         stats.add("placements_cpu")
         if settings.debug >= 1:
@@ -278,26 +271,6 @@ def choose(entries, kparts, max_elements):
         with _lock:
             _devices[:] = [d for d in _devices if d[0] != best]
     return ex, (key, ex.name)
-
-
-_seen_cold: set = set()    # trace keys interpreted while the CPU executor was not loaded
-
-
-def _cold(kparts):
-    """The cold tier: until the CPU executor exists (importing Numba and loading or compiling a
-    kernel cost most of a second), a small trace seen for the first time runs on the NumPy
-    interpreter. A trace that comes back is hot and loads the CPU executor; from then on no
-    trace is interpreted."""
-    if not kparts or not settings.cold_interpret or registry.created("cpu"):
-        return False
-    k = keys.placement_key(kparts)
-    with _lock:
-        if k in _seen_cold:
-            return False
-        if len(_seen_cold) >= _MEASURED_MAX:
-            return False
-        _seen_cold.add(k)
-    return True
 
 
 EXPLORE_EVERY = 64      # runs of a trace on its best executor between re-measurements
