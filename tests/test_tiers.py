@@ -168,3 +168,24 @@ def test_threads_each_run_their_own_small_work(tier):
         for _ in range(100):
             e = e * 1.01 + 0.5
         assert_same(out[k], e)
+
+
+def test_a_small_read_of_recorded_work_computes_it_once(tier):
+    """Rows of a large recorded array (doitgen's ``A[r, q, :] = A[r, q, :] @ C4``): the first
+    small read runs the recorded work, and the loop then runs on the NumPy tier -- one flush,
+    not a tiny kernel per row."""
+    a0 = np.linspace(0, 1, EAGER * 2).reshape(-1, 8, 16)
+    c = np.linspace(-1, 1, 256).reshape(16, 16)
+    A = ps.asarray(a0) * 2.0               # recorded (large)
+    C = ps.asarray(c)
+    want = a0 * 2.0
+    for r in range(4):
+        for q in range(8):
+            A[r, q, :] = A[r, q, :] @ C
+            want[r, q, :] = want[r, q, :] @ c
+    st = tier()
+    assert st["flushes"] == 1 and st["ops_recorded"] == 1
+    assert st["ops_eager"] >= 64
+    assert_same(A, want, rtol=1e-13)
+    e = (ps.asarray(a0) + 1.0)[3, 2, 1]    # an element: a NumPy scalar, as NumPy gives
+    assert type(e) is np.float64 and e == a0[3, 2, 1] + 1.0

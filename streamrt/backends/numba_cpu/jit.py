@@ -9,7 +9,8 @@ process slowed the application thread 6.6x (docs/decisions.md).
 Cost model, per kernel variant: its interpreted runs so far took ``seconds``; as many runs
 are expected ahead (a loop that ran n times is likely to run about n more), each faster by the
 fused kernel's estimated speed-up; compiling pays when that saving exceeds twice what the
-switch costs this process (loading Numba the first time, loading the kernel). A variant whose
+switch costs this process: loading the kernel, and loading Numba until what all interpreted
+kernels together would have saved pays for that once. A variant whose
 compile failed stays interpreted, and that is remembered (a marker file beside the module)."""
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ MAX_KERNELS = 4096
 
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
+_saved_all = 0.0     # what compiled kernels would have saved over every interpreted run
 
 
 class _Variant:
@@ -102,9 +104,14 @@ def interpreted(prog, serial, seconds, describe):
         v.seconds += seconds
         if v.state != COLD:
             return
+        global _saved_all
         s = speedup(prog, serial)
-        cost = KERNEL_LOAD_S + (0.0 if "numba" in sys.modules else NUMBA_LOAD_S)
         gain = v.seconds * (1.0 - 1.0 / s)
+        _saved_all += seconds * (1.0 - 1.0 / s)
+        # loading Numba is paid once per process: by what all kernels would have saved
+        numba_due = "numba" not in sys.modules and \
+            _saved_all < settings.jit_margin * NUMBA_LOAD_S
+        cost = KERNEL_LOAD_S + (NUMBA_LOAD_S if numba_due else 0.0)
         if gain < settings.jit_margin * cost and v.runs < settings.jit_runs:
             return
         v.state = QUEUED
@@ -150,8 +157,10 @@ def wait(timeout=None) -> bool:
 
 def reset():
     """Forget every kernel's state (ps.clear_caches)."""
+    global _saved_all
     with _lock:
         _states.clear()
+        _saved_all = 0.0
 
 
 # ---- the worker process ----------------------------------------------------------------------
