@@ -269,7 +269,8 @@ def _service():
 # ---- progress on stderr --------------------------------------------------------------------
 class _Progress:
     """A status line on stderr while compiles are in flight for more than half a second
-    (STREAMRT_PROGRESS: auto -- only when stderr is a terminal --, on, off)."""
+    (STREAMRT_PROGRESS: auto -- only when stderr is a terminal --, on, off): rich's spinner on
+    a terminal; elsewhere (on) a line when compiling starts and one when it ends."""
 
     DELAY_S = 0.5
 
@@ -283,12 +284,7 @@ class _Progress:
         p = settings.progress
         if p == "off":
             return False
-        if p == "on":
-            return True
-        try:
-            return sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            return False
+        return p == "on" or _isatty()
 
     def update(self, n):
         with self.lock:
@@ -318,9 +314,43 @@ class _Progress:
         with self.lock:
             if not n or self.since is None or self.status is not None:
                 return
-            from rich.console import Console    # (~30 ms to import: on the first status line)
-            self.status = Console(stderr=True).status(self._text(n))
+            if _isatty():
+                from rich.console import Console    # (~30 ms to import: the first status)
+                self.status = Console(stderr=True).status(self._text(n))
+            else:
+                self.status = _PlainStatus(self._text(n), self.since)
             self.status.start()
+
+
+def _isatty():
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _PlainStatus:
+    """The status for a stderr that is not a terminal (a log): two lines, no animation."""
+
+    def __init__(self, text, since):
+        self.text, self.since, self.n = text, since, 0
+
+    def start(self):
+        self._line(self.text + " ...")
+
+    def update(self, text):
+        pass
+
+    def stop(self):
+        self._line(f"streamrt: background compiles done after "
+                   f"{time.perf_counter() - self.since:.1f} s")
+
+    @staticmethod
+    def _line(s):
+        try:
+            print(s, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
 
 
 def _stats(snapshot):
