@@ -38,7 +38,7 @@ def background(stats, tmp_path):
         yield stats
     finally:
         jit.wait(120)
-        ps.config.set(jit="sync", jit_margin=2.0, cache_dir=old)
+        ps.config.set(jit="sync", jit_margin=1.0, cache_dir=old)
         jit.reset()
 
 

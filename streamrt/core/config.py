@@ -46,10 +46,10 @@ FLAGS = {
                 "model says compiling it pays, then a worker process compiles it and its next "
                 "launch loads it) | sync (on first launch, on the launching thread) | off "
                 "(never: every kernel runs through NumPy)"),
-    "jit_margin": Flag("STREAMRT_JIT_MARGIN", 2.0, float,
+    "jit_margin": Flag("STREAMRT_JIT_MARGIN", 1.0, float,
                        "Compile a kernel once the time it would have saved so far is this many "
                        "times what switching costs (loading Numba the first time, loading the "
-                       "kernel); 0: at its first run"),
+                       "kernel; 1: break even, as a ski rental); 0: at its first run"),
     "jit_runs": Flag("STREAMRT_JIT_RUNS", 1 << 30, int,
                      "... or once it has run this many times interpreted"),
     "progress": Flag("STREAMRT_PROGRESS", "auto", str,

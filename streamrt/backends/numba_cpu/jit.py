@@ -8,8 +8,8 @@ process slowed the application thread 6.6x (docs/decisions.md).
 
 Cost model, per kernel variant: its interpreted runs so far took ``seconds``; as many runs
 are expected ahead (a loop that ran n times is likely to run about n more), each faster by the
-fused kernel's estimated speed-up; compiling pays when that saving exceeds twice what the
-switch costs this process: loading the kernel, and loading Numba until what all interpreted
+fused kernel's estimated speed-up; compiling pays when that saving exceeds (STREAMRT_JIT_MARGIN
+times) what the switch costs this process: loading the kernel, and loading Numba until what all interpreted
 kernels together would have saved pays for that once. A variant whose
 compile failed stays interpreted, and that is remembered (a marker file beside the module)."""
 from __future__ import annotations
