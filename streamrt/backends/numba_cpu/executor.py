@@ -14,7 +14,7 @@ import numpy as np
 from ...core import stats
 from ...core.ops import OPS
 from ...core.config import settings
-from ...core.ir import c_strides
+from ...core.ir import c_strides, strided
 from ... import compiler
 from ..base import Executor, kernel_scalar, loop_args, ref_value, run_refop
 from . import jit, program_cache, render, scan
@@ -232,11 +232,23 @@ class CPUExecutor(Executor):
         for n, p in enumerate(ops):
             for i in p.inputs:
                 last[i.id] = n
+        # a region write the kernel stores into its base's buffer ('alias') or into a copy of
+        # the base made outside the region ('copy'): its region is written, as the kernel
+        # would, not the whole base copied (the reference definition, intrinsics.update)
+        regions = set()
+        k = prog.kernel
+        for a in (k.stores if k is not None else ()):
+            if a.role in ("copy", "alias") and a.port.inputs[0].id not in mine:
+                prepare_region_write(a, self.alloc)
+                regions.add(a.port.id)
         for n, p in enumerate(ops):
             dead = [i for i in p.inputs
                     if last.get(i.id) == n and i.id not in outs and i.id in mine]
-            into = p.value if p.value is not None else _spare(p, dead)
-            if into is None or not _ufunc_into(p, into):
+            if p.id in regions:
+                off, shape, st = p.params
+                strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
+            elif (into := p.value if p.value is not None else _spare(p, dead)) is None or \
+                    not _ufunc_into(p, into):
                 r = run_refop(p, ref_value)
                 if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
                         r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
