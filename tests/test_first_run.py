@@ -11,7 +11,7 @@ import numpy as np
 from helpers import child_env
 
 CHILD = r"""
-import json, sys
+import json, sys, threading
 import numpy as np
 import streamrt as ps
 n = int(sys.argv[1])
@@ -20,12 +20,14 @@ a = ps.asarray(x)
 out = []
 for i in range(3):
     r = float(ps.sum(ps.sin(a * 3.0) + a))
+    c = float(ps.cumsum(a * 2.0)[-1])          # a fused scan
     st = ps.runtime_stats()
-    out.append({"r": r, "numba": "numba" in sys.modules,
+    out.append({"r": r, "c": c, "numba": "numba" in sys.modules,
+                "threads": sorted(t.name for t in threading.enumerate()),
                 "stats": {k: st[k] for k in ("kernels_interpreted", "kernels_compiled",
                                              "ops_eager", "compiles_requested")}})
 want = float(np.sum(np.sin(x * np.float32(3.0)) + x, dtype=np.float64))
-print(json.dumps({"runs": out, "want": want}))
+print(json.dumps({"runs": out, "want": want, "c": float(np.cumsum(x * np.float32(2.0))[-1])}))
 """
 
 
@@ -49,8 +51,12 @@ def test_a_first_run_waits_for_no_compiler(tmp_path):
             assert first["stats"]["ops_eager"] >= 3            # the NumPy tier ran it
         else:
             assert first["stats"]["kernels_interpreted"] >= 1  # the trace, interpreted
+        if n >= 65536:
+            # what runs interpreted is read on this thread: no hand-off to the scheduler's
+            assert "streamrt-escheduler" not in first["threads"], first["threads"]
         for r in res["runs"]:
             assert abs(r["r"] - res["want"]) <= 1e-5 * n, (r["r"], res["want"])
+            assert abs(r["c"] - res["c"]) <= 1e-4 * abs(res["c"]) + 1e-3, (r["c"], res["c"])
 
 
 def test_jit_off_compiles_at_the_first_run(tmp_path):

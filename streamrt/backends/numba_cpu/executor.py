@@ -288,10 +288,17 @@ class CPUExecutor(Executor):
         return tuple(d)
 
     def _run_scan(self, prog):
+        serial = prog.ops[-1].size <= settings.serial_elements
+        if jit.mode() == "off" or (jit.mode() == "background" and
+                                   not program_cache.compiled_on_disk(prog.source, serial)):
+            # the compiled tier does not build scans (their arguments are not a kernel's):
+            # NumPy runs them unless an earlier STREAMRT_JIT=sync run compiled this one
+            scan.run_reference(prog)
+            stats.add("kernels_interpreted")
+            return
         try:
             d = self.compile(prog)
-            program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
-                               scan.arguments(prog))
+            program_cache.call(d, serial, scan.arguments(prog))
         except Exception as e:  # noqa: BLE001
             if settings.debug >= 1:
                 print(f"[streamrt] scan kernel failed ({type(e).__name__}: {str(e)[:200]}); "

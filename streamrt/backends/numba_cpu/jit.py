@@ -84,6 +84,24 @@ def all_ready(seq) -> bool:
     return True
 
 
+def none_ready(seq) -> bool:
+    """Whether every kernel of program sequence ``seq`` would run interpreted now (no Numba
+    parallel region: it may run on any thread)."""
+    m = mode()
+    if m == "sync":
+        return False
+    lim = settings.serial_elements
+    with _lock:
+        for prog in seq.programs:
+            if prog.kind == "kernel" and (m == "background" and _variant(
+                    prog.source, prog.kernel.elements <= lim).state == READY):
+                return False
+            if prog.kind == "scan" and (m == "background" and program_cache.compiled_on_disk(
+                    prog.source, prog.ops[-1].size <= lim)):
+                return False            # (compiled before: executor._run_scan)
+    return True
+
+
 def speedup(prog, serial) -> float:
     """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
     memory passes it saves (one per op it fuses, up to 8), and the cores it uses."""
