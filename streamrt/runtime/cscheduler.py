@@ -219,7 +219,7 @@ def dispatch(seq, executor, inline=False):
     # (a read run by the NumPy interpreter -- STREAMRT_BACKEND=reference, or CPU kernels
     # that all run interpreted (the compiled tier) -- runs here whatever its size: NumPy
     # would not use the executor thread's cores any better, and the hand-off to that thread
-    # and back cost ~0.5 ms a flush in a loop that reads every iteration)
+    # and back costs a loop that reads every iteration more than its NumPy calls; decisions.md)
     # Numba kernels run inline only single-threaded: a parallel region started from this
     # thread would make libgomp a second thread team besides the executor thread's; with more
     # OpenMP threads than cores its workers stop spinning, and every parallel region of both
