@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -80,9 +81,39 @@ def _discover(in_process=True):
     _devices = found
 
 
+DISCOVERY_TTL_S = 24 * 3600     # how long a discovery written to the cache directory holds
+
+
 def _devices_of_a_child():
     """ps.devices() as a child process finds them: importing pyopencl and building a probe
-    kernel take ~1 s of this process's GIL otherwise. [] if the child fails."""
+    kernel take ~1 s of this process's GIL otherwise. The answer is kept in the cache
+    directory for a day, for this interpreter on this machine: the child also takes a core
+    for that second, which a two-core machine's next processes should not pay again (a
+    device that went away since then fails to open, and placement drops it). [] if the
+    child fails."""
+    path = os.path.join(settings.cache_dir, "devices.json")
+    me = [sys.executable, os.uname().nodename, os.cpu_count(), os.environ.get("PYTHONPATH")]
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["for"] == me and 0 <= time.time() - saved["at"] < DISCOVERY_TTL_S:
+            return saved["devices"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = _ask_a_child()
+    if found:
+        try:
+            os.makedirs(settings.cache_dir, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"for": me, "at": time.time(), "devices": found}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return found
+
+
+def _ask_a_child():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
