@@ -218,3 +218,20 @@ def test_a_dying_temporary_may_take_the_result_never_a_live_array(tier):
     assert_same(r, 1.0 + b0 * 2.0)
     assert_same(u, b0 * 2.0)
     assert_same(b, b0)
+
+
+def test_an_intrinsic_on_computed_inputs_runs_on_the_numpy_tier_at_any_size(tier):
+    """A vector-matrix product over a large computed matrix (gemm's rows) is BLAS either
+    way: it runs at once instead of being recorded and flushed each iteration."""
+    b0 = np.linspace(0, 1, EAGER * 2).reshape(256, -1)
+    B = ps.asarray(b0)
+    v = ps.asarray(np.linspace(-1, 1, 256))
+    r = v @ B
+    s = ps.sort(B[0] * 1.0)
+    st = tier()
+    assert st["ops_recorded"] == 0 and st["flushes"] == 0
+    assert_same(r, np.linspace(-1, 1, 256) @ b0, rtol=1e-12)
+    assert_same(s, np.sort(b0[0]))
+    w = ps.asarray(b0) * 2.0                   # an element-wise op over it is still recorded
+    assert tier()["ops_recorded"] == 1
+    assert_same(w, b0 * 2.0)

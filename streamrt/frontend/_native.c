@@ -1365,7 +1365,7 @@ static PyTypeObject MapFuncType = {
  * array: NumPy's own indexing and in-place ufuncs on its buffer. Anything else -- a lazy
  * array, an advanced index, a base that recorded work still reads -- calls the Python
  * method, the definition. */
-enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC, F_FUNC };
+enum { F_GETITEM, F_SETITEM, F_INPLACE, F_UFUNC, F_FUNC, F_FUNC_ANY };
 
 typedef struct {
     PyObject_HEAD
@@ -1659,10 +1659,12 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
 
 /* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
 static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
-                            PyObject *kwnames) {
+                            PyObject *kwnames, int any_size) {
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
+    if (any_size)                       /* an intrinsic: recording it would fuse nothing */
+        lim = PY_SSIZE_T_MAX;
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (n + nkw > 16)
         return NULL;
@@ -1716,8 +1718,8 @@ static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t narg
                 return r;
         }
     }
-    if (f->kind == F_FUNC && enabled && plain_now()) {
-        PyObject *r = eager_func(f->name, args, n, kwnames);
+    if ((f->kind == F_FUNC || f->kind == F_FUNC_ANY) && enabled && plain_now()) {
+        PyObject *r = eager_func(f->name, args, n, kwnames, f->kind == F_FUNC_ANY);
         if (r != NULL || PyErr_Occurred())
             return r;
     }
@@ -2054,7 +2056,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 5
+#define NATIVE_ABI 6
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);

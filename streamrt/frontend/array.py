@@ -1279,13 +1279,13 @@ def _eager_out(r, found):
     return r
 
 
-def eager_function(ref, args, kwargs):
+def eager_function(ref, args, kwargs, any_size=False):
     """``ref(*args, **kwargs)`` on the NumPy tier (NumPy's own function over the host arrays
     of computed Arrays), or NotImplemented: an Array not computed or too large, an ``out=``,
     no Array at all, or an error NumPy raised (the streamrt function then raises its own)."""
     if not _tiers.eager_now() or kwargs.get("out") is not None:
         return NotImplemented
-    lim = settings.eager_elements
+    lim = settings.eager_elements if not any_size else sys.maxsize
     found = []
     hargs = [_eager_arg(a, lim, found) for a in args]
     hkw = {k: _eager_arg(v, lim, found) for k, v in kwargs.items()} if kwargs else {}
@@ -1302,19 +1302,30 @@ def eager_function(ref, args, kwargs):
     return r
 
 
+# NumPy functions that streamrt records as intrinsics (BLAS, LAPACK, FFT, sorts, scans): no
+# kernel fuses them with their inputs once those are computed, so on computed inputs they run
+# on the NumPy tier whatever their size (a vector-matrix product over a large matrix in a
+# loop: recorded, each iteration cost a flush and a trace lookup besides NumPy's call)
+ANY_SIZE = frozenset({
+    "matmul", "dot", "vdot", "inner", "tensordot", "einsum", "kron", "sort", "argsort",
+    "cumsum", "cumprod", "convolve", "correlate", "solve", "inv", "det", "slogdet",
+    "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "lstsq", "pinv", "matrix_power",
+    "matrix_rank", "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+    "irfft2", "fftn", "ifftn", "rfftn", "irfftn"})
+
+
 def numpy_twin(f, ref):
     """``f`` (a namespace function) that runs NumPy's ``ref`` on the NumPy tier when its
-    Array arguments are computed and small (the C path's Fast when built; a Python wrapper
-    otherwise); ``f`` itself where NumPy has no such function."""
+    Array arguments are computed and small -- computed at all, for an intrinsic (ANY_SIZE)
+    -- (the C path's Fast when built; a Python wrapper otherwise); ``f`` itself where NumPy
+    has no such function."""
     if ref is None:
         return f
-    twin = _native.numpy_twin(f, ref)
-    if twin is not None:
-        return twin
+    any_size = getattr(ref, "__name__", None) in ANY_SIZE
 
     @functools.wraps(f)
     def g(*args, **kwargs):
-        r = eager_function(ref, args, kwargs)
+        r = eager_function(ref, args, kwargs, any_size)
         if r is not NotImplemented:
             return r
         try:
@@ -1325,7 +1336,9 @@ def numpy_twin(f, ref):
             # the arguments did not bind to f (no frame of f ran): name the user's line,
             # as the C path's twin does by calling f from the user's frame
             raise ArgumentError(f"{callsite()}: {e}") from None
-    return g
+    # the C path's twin, when built, falls back to this one (the C path off, or not for it)
+    twin = _native.numpy_twin(g, ref, any_size)
+    return twin if twin is not None else g
 
 
 def twin_of(ns, name):

@@ -19,7 +19,7 @@ from ..core.ops import OPS, UFUNC_TO_OP
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 5     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 6     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -111,12 +111,12 @@ def eager_count(reset=False) -> int:
     return _native.eager_count(reset) if _native is not None and _installed else 0
 
 
-def numpy_twin(f, ref):
+def numpy_twin(f, ref, any_size=False):
     """``f`` as a C Fast object that runs NumPy's ``ref`` on the NumPy tier
     (array.numpy_twin); None when the C path is not built or off."""
     if _native is None or not _on:
         return None
-    return functools.update_wrapper(_native.Fast(4, ref, f), f)
+    return functools.update_wrapper(_native.Fast(5 if any_size else 4, ref, f), f)
 
 
 def map_function(name, f):
