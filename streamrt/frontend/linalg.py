@@ -19,6 +19,7 @@ from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, fini
 from .array import _view, transpose
 from .shape import diagonal_region
 from .indexing import write_region
+from . import native as _native
 
 
 class LinAlgShapeError(ShapeError, np.linalg.LinAlgError):
@@ -496,7 +497,8 @@ Array.imag = property(_p_imag)
 Array.conj = Array.conjugate = _m_conj
 Array.__complex__ = lambda self: complex(self._scalar("complex"))
 
-_array_ufunc = Array.__array_ufunc__
+# (the Python method under the C path's Fast: the Fast is put back around the wrapper below)
+_array_ufunc = getattr(Array.__array_ufunc__, "__wrapped__", Array.__array_ufunc__)
 
 
 def _array_ufunc_matmul(self, ufunc, method, *inputs, **kwargs):
@@ -506,4 +508,4 @@ def _array_ufunc_matmul(self, ufunc, method, *inputs, **kwargs):
     return _array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
 
-Array.__array_ufunc__ = _array_ufunc_matmul
+Array.__array_ufunc__ = _native.array_ufunc(_array_ufunc_matmul)

@@ -115,6 +115,15 @@ def numpy_twin(f, ref):
     return functools.update_wrapper(_native.Fast(4, ref, f), f)
 
 
+def array_ufunc(f):
+    """``f`` (an ``Array.__array_ufunc__``) as the C Fast object that runs NumPy's ufunc on
+    the NumPy tier itself, when the C path is installed; ``f`` otherwise. (A Python wrapper
+    around the Fast would put its own frame between NumPy's warnings and the user's line.)"""
+    if _native is None or not _installed:
+        return f
+    return functools.update_wrapper(_native.Fast(3, "", f), f)
+
+
 def map_function(name, f):
     """``f`` (a one-operand function of frontend/math.py) as a C MapFunc when the C path is
     built and on; ``f`` itself otherwise."""

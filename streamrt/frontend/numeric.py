@@ -1,0 +1,638 @@
+"""NumPy functions real programs use, built on the lazy ops: rounding, tolerant comparison,
+differences, covariance, order statistics (median, percentile, quantile over the sort
+intrinsic), grids (mgrid, ogrid, indices, fromfunction), identity; the ufunc methods (outer,
+reduce, accumulate, at, reduceat); and the *host functions* -- histogram, histogram2d,
+bincount, digitize, and the keywords the lazy versions do not take -- which run NumPy on the
+materialised inputs at the call and return streamrt arrays."""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from ..core import dtypes as D, fpe
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
+from ..core.ops import OPS, UFUNC_TO_OP
+from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, UFUNC_METHODS, Array, _as_array,
+                    astype, const_port, finish_out, from_numpy_tree, normalize_axes, record_map,
+                    record_reduce, reshape, to_numpy_tree, twin_namespace, _const)
+from . import creation as _creation, indexing as _indexing, linalg as _linalg, \
+    shape as _shape
+
+__all__ = []
+HOST_FUNCTIONS = set()      # names computed on the host at the call (docs/numpy_coverage.md)
+
+
+def _export(f):
+    __all__.append(f.__name__)
+    return f
+
+
+# ---- host functions -----------------------------------------------------------------------
+def _builtin_error(e):
+    return next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+
+
+def on_host(name, func, args, kwargs, site):
+    """``func(*args, **kwargs)`` by NumPy on the materialised inputs (a read), now: its
+    errors raised at the user's line with NumPy's exception type, its floating-point warnings
+    reported there; ndarrays in the answer become streamrt arrays (0-d ones too)."""
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    hargs = to_numpy_tree(list(args))
+    hkw = to_numpy_tree(kwargs)
+    try:
+        r = fpe.run(name, func, *hargs, **hkw)
+    except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as e:
+        if isinstance(e, FloatingPointError):
+            raise
+        raise record_error(_builtin_error(e), f"{name}: {e}", site) from None
+    r = _streamrt(r, site)
+    # out=: written as a region write (work recorded earlier reads the old values)
+    return finish_out(name, r, out, True, "unsafe", site) if out is not None else r
+
+
+def _streamrt(r, site):
+    if isinstance(r, np.generic) and r.dtype in D.SUPPORTED_SET:
+        return Array._wrap(const_port(np.asarray(r), site))
+    if isinstance(r, np.ndarray) and r.dtype not in D.SUPPORTED_SET:
+        raise record_error(DTypeError, f"dtype {r.dtype} is not supported by streamrt", site)
+    return from_numpy_tree(r, site)
+
+
+def _host_function(name, doc):
+    ref = getattr(np, name)
+    impl = getattr(ref, "_implementation", ref)
+
+    def f(*args, **kwargs):
+        return on_host(name, impl, args, kwargs, callsite())
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``numpy.{name}`` on the host at the call (a read of its inputs): {doc}"
+    f.__wrapped__ = impl        # (inspect.signature: NumPy's parameters, for __array_function__)
+    HOST_FUNCTIONS.add(name)
+    __all__.append(name)
+    return f
+
+
+histogram = _host_function("histogram", "the bin edges depend on the data's range")
+histogram2d = _host_function("histogram2d", "the bin edges depend on the data's range")
+histogramdd = _host_function("histogramdd", "the bin edges depend on the data's range")
+histogram_bin_edges = _host_function("histogram_bin_edges", "edges from the data's range")
+bincount = _host_function("bincount", "the length is the largest value plus one")
+digitize = _host_function("digitize", "a binary search of each value")
+searchsorted = _host_function("searchsorted", "a binary search of each value")
+interp = _host_function("interp", "a binary search of each value")
+
+
+# ---- rounding -----------------------------------------------------------------------------
+@_export
+def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
+    """NumPy's rounding: half to even, at ``decimals`` digits (negative: tens, hundreds);
+    ``x * 10**d``, rint, ``/ 10**d`` as NumPy computes it; integers computed in float64 and
+    cast back, as NumPy does."""
+    site = callsite()
+    x = _as_array(a, site)
+    decimals = operator.index(decimals)
+    dt = x.dtype
+    if dt == D.bool_:
+        raise record_error(DTypeError, "round: NumPy rounds a bool array to float16, a dtype "
+                           "streamrt does not support (cast it first: a.astype(float))", site)
+    if D.is_int(dt) and decimals >= 0:
+        r = astype(x, dt, site=site)
+    else:
+        y = astype(x, D.float64, site=site) if D.is_int(dt) else x
+        if decimals == 0:
+            r = record_map("rint", y, site=site)
+        else:
+            f = float(10.0 ** builtins.abs(decimals))
+            op1, op2 = ("multiply", "divide") if decimals >= 0 else ("divide", "multiply")
+            r = record_map(op2, record_map("rint", record_map(op1, y, f, site=site), site=site),
+                           f, site=site)
+            if r.dtype != y.dtype:
+                r = astype(r, y.dtype, site=site)
+        if r.dtype != dt:
+            r = astype(r, dt, site=site)
+    return finish_out("round", r, out, True, "unsafe", site)
+
+
+around = round
+__all__.append("around")
+
+
+# ---- comparison with tolerance ------------------------------------------------------------
+def _isclose(a, b, rtol, atol, equal_nan, site):
+    x, y = _as_array(a, site), _as_array(b, site)
+    ydt = np.result_type(y.dtype, 1.0)
+    if ydt != y.dtype:
+        y = astype(y, D.canonical(ydt), site=site)
+    tol = record_map("add", atol, record_map("multiply", rtol, record_map(
+        "absolute", y, site=site), site=site), site=site)
+    close = record_map("less_equal", record_map("absolute", record_map(
+        "subtract", x, y, site=site), site=site), tol, site=site)
+    r = record_map("logical_or", record_map("logical_and", close, record_map(
+        "isfinite", y, site=site), site=site), record_map("equal", x, y, site=site), site=site)
+    if equal_nan:
+        r = record_map("logical_or", r, record_map("logical_and", record_map(
+            "isnan", x, site=site), record_map("isnan", y, site=site), site=site), site=site)
+    return r
+
+
+@_export
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|a - b| <= atol + rtol * |b|`` (and ``b`` finite) or ``a == b``: NumPy's
+    definition, element-wise and fused."""
+    return _isclose(a, b, rtol, atol, equal_nan, callsite())
+
+
+@_export
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``isclose(...).all()`` as a Python bool (a read, as NumPy's returns a bool)."""
+    site = callsite()
+    return builtins.bool(record_reduce("all", _isclose(a, b, rtol, atol, equal_nan, site),
+                                       None, False, site=site).numpy())
+
+
+@_export
+def ptp(a, axis=None, out=None, keepdims=False):
+    """``max - min`` along ``axis`` (two fused reductions)."""
+    site = callsite()
+    x = _as_array(a, site)
+    r = record_map("subtract", record_reduce("max", x, axis, keepdims, site=site),
+                   record_reduce("min", x, axis, keepdims, site=site), site=site)
+    return finish_out("ptp", r, out, True, "unsafe", site, exact=True)
+
+
+# ---- differences --------------------------------------------------------------------------
+@_export
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """``a[1:] - a[:-1]`` along ``axis``, ``n`` times (bool: ``!=``), with ``prepend`` and
+    ``append`` joined first: slices of views, one fused kernel."""
+    site = callsite()
+    if n == 0:
+        return _as_array(a, site)
+    if n < 0:
+        raise record_error(ValueError, f"diff: order must be non-negative but got {n!r}", site)
+    x = _as_array(a, site)
+    if x.ndim == 0:
+        raise record_error(ValueError, "diff requires input that is at least one dimensional",
+                           site)
+    ax = normalize_axes(axis, x.ndim, site, "diff")[0]
+    parts = []
+    for v in (prepend, append):
+        if v is np._NoValue:
+            parts.append(None)
+            continue
+        v = _as_array(v, site)
+        if v.ndim == 0:
+            shp = list(x.shape)
+            shp[ax] = 1
+            v = _shape.broadcast_to(v, tuple(shp))
+        parts.append(v)
+    if parts[0] is not None or parts[1] is not None:
+        x = _shape.concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis=ax)
+    op = "not_equal" if x.dtype == D.bool_ else "subtract"
+    for _ in range(n):
+        hi = [slice(None)] * x.ndim
+        lo = [slice(None)] * x.ndim
+        hi[ax], lo[ax] = slice(1, None), slice(None, -1)
+        x = record_map(op, x[tuple(hi)], x[tuple(lo)], site=site)
+    return x
+
+
+# ---- covariance ---------------------------------------------------------------------------
+def _atleast2(x, site):
+    return reshape(x, (1,) * (2 - x.ndim) + x.shape, site=site) if x.ndim < 2 else x
+
+
+@_export
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """NumPy's estimate: the mean removed (a fused kernel), ``X @ X.T.conj()`` (the matmul
+    intrinsic) scaled by ``1 / (N - ddof)``. Weights: on the host (NumPy), at the call."""
+    site = callsite()
+    if fweights is not None or aweights is not None:
+        return on_host("cov", np.cov._implementation, (m, y, rowvar, bias, ddof, fweights,
+                                                       aweights), {"dtype": dtype}, site)
+    if ddof is not None and ddof != int(ddof):
+        raise record_error(ValueError, "ddof must be integer", site)
+    X = _as_array(m, site)
+    if X.ndim > 2:
+        raise record_error(ValueError, "m has more than 2 dimensions", site)
+    if dtype is None:
+        dt = D.canonical(np.result_type(X.dtype, np.float64)) if y is None else \
+            D.canonical(np.result_type(X.dtype, _as_array(y, site).dtype, np.float64))
+    else:
+        dt = D.canonical(np.dtype(dtype))
+    X = _atleast2(astype(X, dt, site=site), site)
+    if not rowvar and X.shape[0] != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return on_host("cov", np.cov._implementation, (m, y, rowvar, bias, ddof), {}, site)
+    if y is not None:
+        Y = _as_array(y, site)
+        if Y.ndim > 2:
+            raise record_error(ValueError, "y has more than 2 dimensions", site)
+        Y = _atleast2(astype(Y, dt, site=site), site)
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        X = _shape.concatenate((X, Y), axis=0)
+    if ddof is None:
+        ddof = 1 if not bias else 0
+    n = X.shape[1]
+    fact = n - ddof
+    if fact <= 0:
+        fpe.warn_at_user("Degrees of freedom <= 0 for slice")
+        fact = 0.0
+    avg = record_reduce("mean", X, (1,), True, site=site)
+    Xc = record_map("subtract", X, avg, site=site)
+    Xt = Xc.T
+    if Xt.dtype.kind == "c":
+        Xt = record_map("conjugate", Xt, site=site)
+    c = _linalg.matmul(Xc, Xt)
+    c = record_map("multiply", c, 1.0 / fact if fact else math.inf, site=site)
+    return _shape.squeeze(c)
+
+
+@_export
+def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtype=None):
+    """``cov(x, y) / outer(std, std)``, clipped to [-1, 1] (NumPy's)."""
+    site = callsite()
+    if bias is not np._NoValue or ddof is not np._NoValue:
+        fpe.warn_at_user("bias and ddof have no effect and are deprecated", DeprecationWarning)
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return record_map("divide", c, c, site=site)
+    d = _shape.diag(c)
+    sd = record_map("sqrt", record_map("real", d, site=site) if d.dtype.kind == "c" else d,
+                    site=site)
+    c = record_map("divide", c, reshape(sd, (-1, 1), site=site), site=site)
+    c = record_map("divide", c, reshape(sd, (1, -1), site=site), site=site)
+    if c.dtype.kind != "c":
+        c = record_map("minimum", record_map("maximum", c, -1, site=site), 1, site=site)
+    return c
+
+
+# ---- order statistics ---------------------------------------------------------------------
+def _sorted_last(x, axis, site, name):
+    """``x`` with the reduced axes last and merged, sorted along it (the sort intrinsic);
+    the reduced axes (normalised, or None) for keepdims."""
+    if axis is None:
+        return _linalg.sort(reshape(x, (-1,), site=site), axis=-1), None
+    axes = normalize_axes(axis, x.ndim, site, name)
+    k = len(axes)
+    keep = [i for i in range(x.ndim) if i not in axes]
+    t = x.transpose(tuple(keep) + tuple(axes)) if list(axes) != list(range(x.ndim - k,
+                                                                             x.ndim)) else x
+    t = reshape(t, tuple(x.shape[i] for i in keep) + (-1,), site=site)
+    return _linalg.sort(t, axis=-1), axes
+
+
+def _keep(r, shape, axes, lead, site):
+    """keepdims: the reduced axes back as length-1 dimensions (after ``lead`` leading q
+    dims)."""
+    kept = tuple(1 if axes is None or i in axes else n for i, n in enumerate(shape))
+    return reshape(r, r.shape[:lead] + kept, site=site)
+
+
+def _nan_last(s, r, site):
+    """NumPy's NaN rule: a slice holding a NaN (sorted last) gives NaN."""
+    if s.dtype.kind not in "fc":
+        return r
+    bad = record_map("isnan", s[..., -1], site=site)
+    return record_map("where", bad, _const(np.nan, r.dtype), r, site=site)
+
+
+@_export
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The middle of each sorted slice (the mean of the two middle values for an even
+    length): the sort intrinsic, then a fused kernel; NaN where a slice holds a NaN."""
+    site = callsite()
+    x = _as_array(a, site)
+    if x.ndim == 0 or x.size == 0:
+        return on_host("median", np.median._implementation, (a,),
+                       {"axis": axis, "out": out, "keepdims": keepdims}, site)
+    s, axes = _sorted_last(x, axis, site, "median")
+    n = s.shape[-1]
+    h = n // 2
+    mid = s[..., h:h + 1] if n % 2 else s[..., h - 1:h + 1]
+    r = _nan_last(s, record_reduce("mean", mid, (mid.ndim - 1,), False, site=site), site)
+    if keepdims:
+        r = _keep(r, x.shape, axes, 0, site)
+    return finish_out("median", r, out, True, "unsafe", site, exact=True)
+
+
+_LAZY_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, site):
+    if interpolation is not None:
+        if method != "linear":
+            raise record_error(TypeError, "You shall not pass both `method` and "
+                               "`interpolation`!", site)
+        method = interpolation
+    x = _as_array(a, site)
+    weak = type(q) in (int, float)
+    qa = np.asarray(q.numpy() if isinstance(q, Array) else q, dtype=np.float64)
+    scale = 100.0 if name == "percentile" else 1.0
+    if name == "percentile":
+        qa = np.true_divide(qa, 100)
+    if not (np.all(qa >= 0) and np.all(qa <= 1)):
+        raise record_error(ValueError, "Percentiles must be in the range [0, 100]"
+                           if scale == 100 else "Quantiles must be in the range [0, 1]", site)
+    if weights is not None or method not in _LAZY_METHODS or x.ndim == 0 or x.size == 0 \
+            or x.dtype.kind == "c":
+        ref = getattr(np, name)._implementation
+        kw = {"axis": axis, "out": out, "method": method, "keepdims": keepdims}
+        if weights is not None:
+            kw["weights"] = weights
+        return on_host(name, ref, (a, q), kw, site)
+    s, axes = _sorted_last(x, axis, site, name)
+    n = s.shape[-1]
+    res = []
+    for qv in qa.ravel().tolist():
+        v = (n - 1) * qv
+        if method == "linear" or method == "midpoint":
+            lo = math.floor(v)
+            g = v - lo
+            if method == "midpoint":
+                v = 0.5 * (math.floor(v) + math.ceil(v))
+                lo = math.floor(v)
+                g = 0.0 if v % 1 == 0 else 0.5
+            if v >= n - 1:
+                lo = hi = n - 1
+            else:
+                hi = lo + 1
+            lo_v, hi_v = s[..., lo], s[..., hi]
+            r = _lerp(lo_v, hi_v, g, weak, site)
+        else:
+            k = math.floor(v) if method == "lower" else math.ceil(v) if method == "higher" \
+                else int(np.around(v))
+            r = astype(s[..., builtins.min(k, n - 1)], s.dtype, site=site)
+        res.append(_nan_last(s, r, site))
+    r = res[0] if qa.ndim == 0 else reshape(_shape.stack(res, axis=0), qa.shape + res[0].shape,
+                                            site=site)
+    if keepdims:
+        r = _keep(r, x.shape, axes, qa.ndim, site)
+    return finish_out(name, r, out, True, "unsafe", site, exact=True)
+
+
+def _lerp(a, b, t, weak, site):
+    """NumPy's ``_lerp``: ``a + (b - a) * t`` for t < 0.5, ``b - (b - a) * (1 - t)`` else;
+    ``t`` weak (a Python float: the array's float dtype kept) or float64."""
+    d = record_map("subtract", b, a, site=site)
+    if weak:
+        tt, ut = t, 1.0 - t
+    else:
+        tt, ut = np.asarray(t, np.float64), np.asarray(1.0 - t, np.float64)
+        tt, ut = (Array._wrap(const_port(v, site)) for v in (tt, ut))
+    if t < 0.5:
+        return record_map("add", a, record_map("multiply", d, tt, site=site), site=site)
+    return record_map("subtract", b, record_map("multiply", d, ut, site=site), site=site)
+
+
+@_export
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """The ``q``-th percentiles (0..100) of the sorted slices, NumPy's methods 'linear'
+    (default), 'lower', 'higher', 'midpoint', 'nearest' lazily (the sort intrinsic, then a
+    fused kernel); the others and ``weights=`` on the host at the call."""
+    site = callsite()
+    return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation,
+                     site)
+
+
+@_export
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """``percentile`` with ``q`` in 0..1."""
+    site = callsite()
+    return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation,
+                     site)
+
+
+# ---- grids and constructors ---------------------------------------------------------------
+@_export
+def identity(n, dtype=None, *, like=None):
+    """``eye(n)``: a constant."""
+    site = callsite()
+    if like is not None:
+        raise record_error(ArgumentError, "identity: like= is not supported by streamrt", site)
+    return _creation._numpy(site, np.identity, n, dtype=_creation._dtype(
+        dtype if dtype is not None else float, site))
+
+
+@_export
+def indices(dimensions, dtype=int, sparse=False):
+    """The index grids: broadcast views of ``arange`` (no n-d data is made); ``sparse``:
+    the open grid NumPy gives."""
+    site = callsite()
+    dims = tuple(operator.index(d) for d in dimensions)
+    dt = _creation._dtype(dtype, site)
+    out = []
+    for i, n in enumerate(dims):
+        shp = [1] * len(dims)
+        shp[i] = n
+        r = reshape(_creation.arange(n, dtype=dt), tuple(shp), site=site)
+        out.append(r if sparse else _shape.broadcast_to(r, dims))
+    if sparse:
+        return tuple(out)
+    if not dims:
+        return _creation._numpy(site, np.indices, (), dtype=dt)
+    return _shape.stack(out, axis=0)
+
+
+@_export
+def fromfunction(function, shape, *, dtype=float, like=None, **kwargs):
+    """``function(*indices(shape, dtype), **kwargs)``: the function receives streamrt arrays
+    and what it computes is recorded."""
+    site = callsite()
+    if like is not None:
+        raise record_error(ArgumentError, "fromfunction: like= is not supported by streamrt",
+                           site)
+    dims = tuple(operator.index(d) for d in shape)
+    dt = _creation._dtype(dtype, site)
+    args = []
+    for i, n in enumerate(dims):
+        shp = [1] * len(dims)
+        shp[i] = n
+        r = reshape(_creation.arange(n, dtype=dt), tuple(shp), site=site)
+        args.append(_shape.broadcast_to(r, dims))
+    return function(*args, **kwargs)
+
+
+class _Grid:
+    """``ps.mgrid[...]`` / ``ps.ogrid[...]``: NumPy's index tricks, computed at the call (a
+    constant, like ``arange``), errors at the user's line."""
+
+    def __init__(self, name, grid):
+        self._name, self._grid = name, grid
+
+    def __getitem__(self, key):
+        site = callsite()
+        try:
+            r = self._grid[key]
+        except (ValueError, TypeError, MemoryError, ArithmeticError) as e:
+            raise record_error(_builtin_error(e), f"{self._name}: {e}", site) from None
+        return _streamrt(r if not isinstance(r, list) else tuple(r), site)
+
+    def __repr__(self):
+        return f"streamrt.{self._name}"
+
+
+mgrid = _Grid("mgrid", np.mgrid)
+ogrid = _Grid("ogrid", np.ogrid)
+__all__ += ["mgrid", "ogrid"]
+
+
+# ---- ufunc methods ------------------------------------------------------------------------
+_REDUCE_AS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+              "logical_and": "all", "logical_or": "any"}
+_ACCUMULATE_AS = {"add": "cumsum", "multiply": "cumprod"}
+
+
+def ufunc_method(ufunc, method, inputs, kwargs, site):
+    """``np.<ufunc>.<method>(*inputs, **kwargs)`` with a streamrt array among the inputs (or
+    ``ps.<ufunc>.<method>``): ``outer`` and ``reduce``/``accumulate`` of add, multiply,
+    maximum, minimum, logical_and/or lazily; ``at`` (which writes into its first input) and
+    the rest on the host at the call, the result written back as a region write (work
+    recorded earlier reads the old values)."""
+    name = ufunc.__name__
+    if method == "outer":
+        impl = HANDLED_UFUNCS.get(_op_name(name))
+        if impl is not None and len(inputs) == 2 and ufunc.nin == 2:
+            # (NumPy makes arrays of the inputs first: a Python number is not weak here)
+            a, b = (v if isinstance(v, Array) else Array._wrap(const_port(np.asarray(v), site))
+                    for v in inputs)
+            a = reshape(a, a.shape + (1,) * b.ndim, site=site)
+            return impl(a, b, **kwargs)
+    elif method == "reduce":
+        red = _REDUCE_AS.get(name)
+        if red is not None and set(kwargs) <= {"axis", "keepdims", "dtype", "out", "initial",
+                                               "where"}:
+            kw = dict(kwargs)
+            kw.setdefault("axis", 0)
+            ok = True
+            if red in ("all", "any"):
+                ok = "initial" not in kw and kw.get("dtype") is None
+                kw.pop("dtype", None)
+            elif red in ("max", "min"):
+                ok = kw.get("dtype") is None
+                kw.pop("dtype", None)
+            if ok:
+                return HANDLED_FUNCTIONS[red](_as_array(inputs[0], site), **kw)
+    elif method == "accumulate":
+        acc = _ACCUMULATE_AS.get(name)
+        if acc is not None and set(kwargs) <= {"axis", "dtype", "out"}:
+            kw = dict(kwargs)
+            kw.setdefault("axis", 0)
+            return getattr(_linalg, acc)(_as_array(inputs[0], site), **kw)
+    elif method == "at":
+        target = inputs[0]
+        if not isinstance(target, Array):
+            return getattr(ufunc, method)(*to_numpy_tree(list(inputs)), **kwargs)
+        host = to_numpy_tree(target, writable=True)
+        rest = to_numpy_tree(list(inputs[1:]))
+        try:
+            fpe.run(name, ufunc.at, host, *rest, **kwargs)
+        except (ValueError, TypeError, IndexError) as e:
+            raise record_error(_builtin_error(e), f"{name}.at: {e}", site) from None
+        _indexing.setitem(target, Ellipsis, host)
+        return None
+    if method not in ("outer", "reduce", "accumulate", "reduceat", "at"):
+        raise record_error(ArgumentError, f"{name}.{method} is not a ufunc method", site)
+    return on_host(f"{name}.{method}", getattr(ufunc, method), inputs, kwargs, site)
+
+
+def _op_name(ufunc_name):
+    return UFUNC_TO_OP.get(ufunc_name, ufunc_name)
+
+
+UFUNC_METHODS["impl"] = ufunc_method
+
+
+def _attach_methods(g):
+    """``ps.add.outer``, ``ps.add.reduce``, ... on streamrt's own ufunc-like functions, with
+    NumPy's ``nin``, ``nout``, ``identity``."""
+    for name, f in list(HANDLED_UFUNCS.items()):
+        op = OPS.get(name)
+        uf = getattr(np, op.ufunc or name, None) if op is not None else None
+        if not isinstance(uf, np.ufunc):
+            continue
+        targets = {id(v): v for k, v in g.items() if k in (name, *op.aliases) and callable(v)}
+        for t in targets.values():
+            try:
+                for m in ("outer", "reduce", "accumulate", "at", "reduceat"):
+                    setattr(t, m, _method(uf, m))
+                t.nin, t.nout, t.nargs, t.identity = uf.nin, uf.nout, uf.nargs, uf.identity
+                t.ufunc = uf
+            except AttributeError:          # (an object without a __dict__)
+                pass
+
+
+def _method(uf, m):
+    def method(*inputs, **kwargs):
+        return ufunc_method(uf, m, inputs, kwargs, callsite())
+    method.__name__ = method.__qualname__ = f"{uf.__name__}.{m}"
+    method.__doc__ = f"``numpy.{uf.__name__}.{m}`` on streamrt arrays."
+    return method
+
+
+for _n in __all__:
+    if hasattr(np, _n) and _n not in ("mgrid", "ogrid"):
+        HANDLED_FUNCTIONS[_n] = globals()[_n]
+HANDLED_FUNCTIONS["round"] = round
+HANDLED_FUNCTIONS["around"] = round
+# the NumPy tier: each function runs NumPy's own over computed small arrays (array.py)
+twin_namespace(globals(), [n for n in __all__ if n not in HOST_FUNCTIONS], np)
+
+
+# ---- Array methods ------------------------------------------------------------------------
+def _m_round(self, decimals=0, out=None):
+    return round(self, decimals, out)
+
+
+Array.round = _m_round
+Array.searchsorted = lambda self, v, side="left", sorter=None: searchsorted(self, v, side, sorter)
+Array.ptp = lambda self, axis=None, out=None, keepdims=False: ptp(self, axis, out, keepdims)
+Array.__round__ = lambda self, ndigits=None: (           # builtins.round(a): a 0-d's number
+    builtins.round(self.item()) if ndigits is None else round(self, ndigits))
+
+# ndarray's attributes streamrt does not provide, and why (docs/numpy_coverage.md)
+NOT_PROVIDED_METHODS = {
+    "base": "streamrt arrays own their data or view another streamrt array (no buffer object)",
+    "ctypes": "no raw buffer pointer: the data may live on a device or not be computed yet",
+    "data": "no raw buffer: use np.asarray(a) (a read) for the host copy",
+    "flags": "layout is the runtime's: every buffer is C-ordered",
+    "flat": "use a.ravel() (a view) or np.asarray(a).flat",
+    "byteswap": "only native byte order is supported",
+    "newbyteorder": "only native byte order is supported",
+    "view": "reinterpreting bytes (a.view(dtype)) is not supported; use astype",
+    "getfield": "structured dtypes are not supported",
+    "setfield": "structured dtypes are not supported",
+    "dump": "pickle np.asarray(a) instead",
+    "dumps": "pickle np.asarray(a) instead",
+    "tofile": "write np.asarray(a) instead",
+    "tobytes": "use np.asarray(a).tobytes() (a read)",
+    "resize": "in-place resizing with reallocation: use ps.resize-free code (a.reshape, "
+              "concatenate)",
+    "setflags": "layout is the runtime's",
+    "partition": "use sort (the sort intrinsic)",
+    "argpartition": "use argsort",
+    "choose": "use where or take",
+    "compress": "use a[mask] (a gather)",
+}
+
+
+def _missing_attribute(self, name):
+    """An ndarray attribute streamrt lacks: an AttributeError naming the user's line and
+    why (plain AttributeError for anything else, as Python's)."""
+    if name.startswith("_") or not hasattr(np.ndarray, name):
+        raise AttributeError(f"'Array' object has no attribute {name!r}")
+    why = NOT_PROVIDED_METHODS.get(name) or "not provided by streamrt"
+    raise record_error(AttributeError, f"ndarray.{name} is not provided by streamrt arrays "
+                       f"({why}; docs/numpy_coverage.md)", callsite())
+
+
+Array.__getattr__ = _missing_attribute
