@@ -282,3 +282,61 @@ def test_missing_names_fail_at_the_call():
         x.ctypes
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         x.nonsense
+
+
+def test_edge_cases(path):
+    c = np.array([1.234 + 2.567j, -3.5 + 0.5j])
+    x = ps.asarray(c)
+    assert_same(ps.round(x, 1), np.round(c, 1))
+    assert_same(ps.isclose(x, x * (1 + 1e-9)), np.isclose(c, c * (1 + 1e-9)))
+    m = np.vstack([c, c * 2 + 1j])
+    # (complex division rounds differently from NumPy's Smith algorithm: to 1 ulp)
+    for r, e in ((ps.cov(ps.asarray(m)), np.cov(m)), (ps.corrcoef(ps.asarray(m)),
+                                                        np.corrcoef(m))):
+        assert r.dtype == e.dtype and r.shape == e.shape
+        np.testing.assert_allclose(np.asarray(r), e, rtol=1e-14, atol=1e-15)
+    assert_same(ps.median(x), np.median(c))                       # complex: on the host
+    u = np.array([3, 1, 250, 7], np.uint8)
+    assert_same(ps.diff(ps.asarray(u)), np.diff(u))               # wraps, as NumPy's
+    i = np.arange(10)
+    assert_same(ps.quantile(ps.asarray(i), 1), np.quantile(i, 1))          # int q: taken
+    assert_same(ps.quantile(ps.asarray(i), [0, 1]), np.quantile(i, [0, 1]))
+    assert_same(ps.median(ps.asarray([5.0])), np.median([5.0]))
+    assert_same(ps.round(ps.asarray(np.array([15, 25, -35], np.int8)), -1),
+                np.round(np.array([15, 25, -35], np.int8), -1))
+    assert_same(ps.ptp(ps.asarray(i.reshape(2, 5)), axis=1), np.ptp(i.reshape(2, 5), axis=1))
+    assert_same(ps.diff(ps.asarray([1.0, 4.0]), prepend=0), np.diff([1.0, 4.0], prepend=0))
+    assert ps.allclose([1, 2], [1, 2.0000001]) is True
+
+
+@pytest.mark.parametrize("dt", NUM, ids=NUM_IDS)
+def test_more_compositions(path, dt):
+    mode, n = path
+    a = _data(dt, n)
+    if np.dtype(dt).kind == "f":
+        a[0, :4] = [np.nan, np.inf, -np.inf, np.nan]
+    x = ps.asarray(a)
+    tol = dict(rtol=1e-5) if dt is np.float32 else dict(rtol=1e-12)
+    assert_same(ps.nansum(x, axis=1), np.nansum(a, axis=1), **tol)
+    assert_same(np.nansum(x), np.nansum(a), **tol)
+    assert_same(ps.nanprod(x[:, :6], axis=0), np.nanprod(a[:, :6], axis=0), **tol)
+    assert_same(ps.average(x[1:], axis=0), np.average(a[1:], axis=0), **tol)
+    w = np.arange(1.0, n + 1)
+    assert_same(ps.average(x[1:], axis=1, weights=w), np.average(a[1:], axis=1, weights=w),
+                **tol)
+    assert_same(ps.nan_to_num(x), np.nan_to_num(a))
+    assert_same(ps.nan_to_num(x, nan=-1.0, posinf=9.0), np.nan_to_num(a, nan=-1.0, posinf=9.0))
+    if np.dtype(dt).kind == "f":
+        assert_same(ps.isposinf(x), np.isposinf(a))
+        assert_same(np.isneginf(x), np.isneginf(a))
+    assert ps.array_equal(x, x) is (np.dtype(dt).kind != "f")
+    assert ps.array_equal(x, x, equal_nan=True) is True
+    assert ps.array_equal(x, x[:2]) is False
+    assert ps.iscomplexobj(x) is False and ps.isrealobj(x) is True
+    assert_same(ps.append(x[0], x[1, :3]), np.append(a[0], a[1, :3]))
+    assert_same(np.append(x, x[:1], axis=0), np.append(a, a[:1], axis=0))
+    assert_same(ps.ediff1d(x[1:3], to_begin=0, to_end=[7, 8]),
+                np.ediff1d(a[1:3], to_begin=0, to_end=[7, 8]))
+    assert_same(ps.logspace(0, 3, 7), np.logspace(0, 3, 7))
+    assert_same(ps.geomspace(1, 1000, 4, dtype=np.float32),
+                np.geomspace(1, 1000, 4, dtype=np.float32))

@@ -99,6 +99,17 @@ def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
     if dt == D.bool_:
         raise record_error(DTypeError, "round: NumPy rounds a bool array to float16, a dtype "
                            "streamrt does not support (cast it first: a.astype(float))", site)
+    if dt.kind == "c":
+        # NumPy's complex loops round each part as the real ones do (x / (f + 0j) is x.re / f)
+        re, im = (_round(record_map(p, x, site=site), decimals, site) for p in ("real", "imag"))
+        r = record_map("add", re, record_map("multiply", im, 1j, site=site), site=site)
+    else:
+        r = _round(x, decimals, site)
+    return finish_out("round", r, out, True, "unsafe", site)
+
+
+def _round(x, decimals, site):
+    dt = x.dtype
     if D.is_int(dt) and decimals >= 0:
         r = astype(x, dt, site=site)
     else:
@@ -114,7 +125,7 @@ def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
                 r = astype(r, y.dtype, site=site)
         if r.dtype != dt:
             r = astype(r, dt, site=site)
-    return finish_out("round", r, out, True, "unsafe", site)
+    return r
 
 
 around = round
@@ -162,6 +173,165 @@ def ptp(a, axis=None, out=None, keepdims=False):
     r = record_map("subtract", record_reduce("max", x, axis, keepdims, site=site),
                    record_reduce("min", x, axis, keepdims, site=site), site=site)
     return finish_out("ptp", r, out, True, "unsafe", site, exact=True)
+
+
+@_export
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Without ``weights``: ``mean`` (lazy). With weights, or ``returned=True``: on the host
+    at the call (NumPy checks that the weights do not sum to zero, which needs their values)."""
+    site = callsite()
+    if weights is None and not returned:
+        return HANDLED_FUNCTIONS["mean"](_as_array(a, site), axis=axis, keepdims=keepdims)
+    return on_host("average", np.average._implementation, (a, axis, weights, returned),
+                   {"keepdims": keepdims}, site)
+
+
+def _nan_reduce(name, red, neutral, a, axis, dtype, out, keepdims, initial, where, site):
+    x = _as_array(a, site)
+    if x.dtype.kind in "fc":
+        x = record_map("where", record_map("isnan", x, site=site), _const(neutral, x.dtype), x,
+                       site=site)
+    kw = {"axis": axis, "dtype": dtype, "out": out, "keepdims": keepdims, "where": where}
+    if initial is not np._NoValue:
+        kw["initial"] = initial
+    return HANDLED_FUNCTIONS[red](x, **kw)
+
+
+@_export
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+           where=True):
+    """``sum`` with NaN counted as 0 (a fused select)."""
+    return _nan_reduce("nansum", "sum", 0, a, axis, dtype, out, keepdims, initial, where,
+                       callsite())
+
+
+@_export
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+            where=True):
+    """``prod`` with NaN counted as 1 (a fused select)."""
+    return _nan_reduce("nanprod", "prod", 1, a, axis, dtype, out, keepdims, initial, where,
+                       callsite())
+
+
+def _signed_inf(name, x, out, positive, site):
+    x = _as_array(x, site)
+    if x.dtype.kind == "c":
+        raise record_error(TypeError, f"{name}: This operation is not supported for complex "
+                           "values because it would be ambiguous.", site)
+    r = record_map("logical_and", record_map("isinf", x, site=site), record_map(
+        "greater" if positive else "less", x, 0, site=site), site=site)
+    return finish_out(name, r, out, True, "same_kind", site)
+
+
+@_export
+def isposinf(x, out=None):
+    return _signed_inf("isposinf", x, out, True, callsite())
+
+
+@_export
+def isneginf(x, out=None):
+    return _signed_inf("isneginf", x, out, False, callsite())
+
+
+@_export
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN and the infinities replaced (by default 0 and the dtype's largest finite values),
+    fused selects; each part of a complex array on its own; integers unchanged."""
+    site = callsite()
+    a = _as_array(x, site)
+    if a.dtype.kind not in "fc":
+        return astype(a, a.dtype, site=site) if copy else a
+    if not copy:
+        raise record_error(ArgumentError, "nan_to_num: copy=False (in place) is not "
+                           "supported; assign the result instead", site)
+
+    def part(v):
+        big = np.finfo(v.dtype).max
+        hi = big if posinf is None else posinf
+        lo = -big if neginf is None else neginf
+        v = record_map("where", record_map("isnan", v, site=site), _const(nan, v.dtype), v,
+                       site=site)
+        v = record_map("where", _signed_inf("isposinf", v, None, True, site),
+                       _const(hi, v.dtype), v, site=site)
+        return record_map("where", _signed_inf("isneginf", v, None, False, site),
+                          _const(lo, v.dtype), v, site=site)
+    if a.dtype.kind == "c":
+        re, im = (part(record_map(p, a, site=site)) for p in ("real", "imag"))
+        return record_map("add", re, record_map("multiply", im, 1j, site=site), site=site)
+    return part(a)
+
+
+@_export
+def iscomplexobj(x):
+    """Whether ``x``'s dtype is complex (no read)."""
+    return (x.dtype if isinstance(x, Array) else np.asarray(x).dtype).kind == "c"
+
+
+@_export
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+@_export
+def array_equal(a1, a2, equal_nan=False):
+    """Same shape and equal elements, as a Python bool (a read)."""
+    site = callsite()
+    x, y = _as_array(a1, site), _as_array(a2, site)
+    if x.shape != y.shape:
+        return False
+    eq = record_map("equal", x, y, site=site)
+    if equal_nan and (x.dtype.kind in "fc" or y.dtype.kind in "fc"):
+        eq = record_map("logical_or", eq, record_map("logical_and", record_map(
+            "isnan", x, site=site), record_map("isnan", y, site=site), site=site), site=site)
+    return builtins.bool(record_reduce("all", eq, None, False, site=site).numpy())
+
+
+@_export
+def append(arr, values, axis=None):
+    """``concatenate`` of the two (flattened without ``axis``)."""
+    site = callsite()
+    x, v = _as_array(arr, site), _as_array(values, site)
+    if axis is None:
+        x, v = reshape(x, (-1,), site=site), reshape(v, (-1,), site=site)
+        axis = 0
+    return _shape.concatenate((x, v), axis=axis)
+
+
+@_export
+def ediff1d(ary, to_end=None, to_begin=None):
+    """``diff`` of the flattened array, ``to_begin`` / ``to_end`` joined (cast to its dtype,
+    as NumPy's 'same_kind' rule allows)."""
+    site = callsite()
+    x = reshape(_as_array(ary, site), (-1,), site=site)
+    parts = [record_map("subtract", x[1:], x[:-1], site=site)]
+    for v, at in ((to_begin, 0), (to_end, len(parts) + 1)):
+        if v is None:
+            continue
+        hv = np.asarray(v.numpy() if isinstance(v, Array) else v)
+        if not np.can_cast(hv.dtype, x.dtype, casting="same_kind"):
+            raise record_error(TypeError, "dtype of `to_begin` must be compatible with input "
+                               "`ary` under the `same_kind` rule." if at == 0 else
+                               "dtype of `to_end` must be compatible with input `ary` under "
+                               "the `same_kind` rule.", site)
+        c = Array._wrap(const_port(hv.astype(x.dtype).ravel(), site))
+        parts.insert(0, c) if at == 0 else parts.append(c)
+    return parts[0] if len(parts) == 1 else _shape.concatenate(parts, axis=0)
+
+
+@_export
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """A constant made at the call (NumPy's values)."""
+    site = callsite()
+    return _creation._numpy(site, np.logspace, start, stop, num, endpoint, base,
+                            _creation._dtype(dtype, site), axis)
+
+
+@_export
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """A constant made at the call (NumPy's values)."""
+    site = callsite()
+    return _creation._numpy(site, np.geomspace, start, stop, num, endpoint,
+                            _creation._dtype(dtype, site), axis)
 
 
 # ---- differences --------------------------------------------------------------------------
@@ -334,7 +504,10 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, s
         method = interpolation
     x = _as_array(a, site)
     weak = type(q) in (int, float)
-    qa = np.asarray(q.numpy() if isinstance(q, Array) else q, dtype=np.float64)
+    qh = np.asarray(q.numpy() if isinstance(q, Array) else q)
+    if name == "quantile" and qh.dtype.kind in "iub" and method == "linear":
+        method = "lower"        # NumPy: integer virtual indices are taken, not interpolated
+    qa = qh.astype(np.float64)
     scale = 100.0 if name == "percentile" else 1.0
     if name == "percentile":
         qa = np.true_divide(qa, 100)

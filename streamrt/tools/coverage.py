@@ -21,8 +21,11 @@ FALLBACK = "numpy+warning"
 MISSING = "not provided"
 
 # names streamrt provides that are computed at the call rather than recorded
-_CONSTANT_FUNCS = set(_creation.__all__) | {"identity", "mgrid", "ogrid", "indices"}
-_READS = {"allclose", "array_equal", "array_equiv", "ndim", "shape", "size", "isscalar",
+_CONSTANT_FUNCS = set(_creation.__all__) | {"identity", "mgrid", "ogrid", "indices",
+                                             "logspace", "geomspace"}
+# functions of other modules whose result's length depends on the values: computed at the call
+_HOST_ELSEWHERE = {"unique", "nonzero", "argwhere", "flatnonzero"}
+_READS = {"allclose", "array_equal", "iscomplexobj", "isrealobj", "array_equiv", "ndim", "shape", "size", "isscalar",
           "iterable", "may_share_memory", "shares_memory", "result_type", "can_cast"}
 _NOT_ARRAYS = {"errstate", "geterr", "seterr", "geterrcall", "seterrcall", "dtype", "finfo",
                "iinfo"}
@@ -120,7 +123,7 @@ def status(ps, name):
         mine = ps.__dict__[name]
         if isinstance(mine, types.ModuleType):
             return LAZY, f"streamrt.{name}: its own module (docs/guide.md)"
-        if name in _numeric.HOST_FUNCTIONS:
+        if name in _numeric.HOST_FUNCTIONS or name in _HOST_ELSEWHERE:
             return HOST, "NumPy's on the host at the call (a read of its inputs)"
         if name in _CONSTANT_FUNCS:
             return CONSTANT, "made at the call (NumPy's, with errors at the user's line)"
