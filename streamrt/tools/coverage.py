@@ -137,7 +137,9 @@ def status(ps, name):
 
 def method_status(name):
     """(status, note) of ``ndarray.<name>`` on a streamrt Array."""
-    if any(name in k.__dict__ for k in Array.__mro__ if k is not object):
+    attr = next((k.__dict__[name] for k in Array.__mro__ if name in k.__dict__), None)
+    missing = isinstance(attr, property) and attr.fget.__qualname__.startswith("_missing")
+    if attr is not None and not missing:
         if name in ("item", "tolist", "tobytes", "__array__"):
             return READ, "a read"
         return LAZY, ""
