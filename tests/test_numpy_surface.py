@@ -340,3 +340,66 @@ def test_more_compositions(path, dt):
     assert_same(ps.logspace(0, 3, 7), np.logspace(0, 3, 7))
     assert_same(ps.geomspace(1, 1000, 4, dtype=np.float32),
                 np.geomspace(1, 1000, 4, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.int64], ids=["f8", "f4", "i8"])
+def test_views_selects_and_scans(path, dt):
+    mode, n = path
+    a = _data(dt, n)
+    x = ps.asarray(a)
+    for r, e in zip(ps.split(x, 2, axis=0), np.split(a, 2, axis=0)):
+        assert_same(r, e)
+    for r, e in zip(np.array_split(x, 5, axis=1), np.array_split(a, 5, axis=1)):
+        assert_same(r, e)
+    for r, e in zip(ps.hsplit(x, [1, 3]), np.hsplit(a, [1, 3])):
+        assert_same(r, e)
+    for r, e in zip(ps.vsplit(x, 4), np.vsplit(a, 4)):
+        assert_same(r, e)
+    for r, e in zip(ps.unstack(x, axis=0), np.unstack(a, axis=0)):
+        assert_same(r, e)
+    with pytest.raises(ValueError, match=rf"{__file__}:{_line() + 1}: array split"):
+        ps.split(x, 3)
+    c1, c2 = a > 5, a < -5
+    assert_same(ps.select([x > 5, x < -5], [x, x * 2], default=-1),
+                np.select([c1, c2], [a, a * 2], default=-1))
+    assert_same(np.select([x > 5], [x], 0), np.select([c1], [a], 0))
+    # (float32 sums cancel: their order is the compiled path's)
+    tol = dict(rtol=1e-5, atol=1e-4) if dt is np.float32 else dict(rtol=1e-12, atol=1e-12)
+    assert_same(ps.trapezoid(x, axis=1), np.trapezoid(a, axis=1), **tol)
+    xs = np.linspace(0, 1, n)
+    assert_same(np.trapezoid(x, ps.asarray(xs)), np.trapezoid(a, xs), **tol)
+    assert_same(ps.trapezoid(x, dx=0.5, axis=0), np.trapezoid(a, dx=0.5, axis=0), **tol)
+    assert_same(ps.isreal(x), np.isreal(a))
+    assert_same(ps.iscomplex(x), np.iscomplex(a))
+    assert_same(ps.diagflat(x[0, :3], 1), np.diagflat(a[0, :3], 1))
+    assert_same(ps.cumulative_sum(x, axis=1, include_initial=True),
+                np.cumulative_sum(a, axis=1, include_initial=True), **tol)
+    assert_same(ps.cumulative_prod(x[0, :5]), np.cumulative_prod(a[0, :5]), **tol)
+    assert_same(ps.concat([x, x], axis=1), np.concat([a, a], axis=1))
+
+
+def test_more_host_functions(path):
+    mode, n = path
+    a = _data(np.int64, n)
+    b = _data(np.int64, n, seed=1)
+    x, y = ps.asarray(a), ps.asarray(b)
+    for name, args in [("isin", (x, y[0, :5])), ("intersect1d", (x, y)), ("union1d", (x, y)),
+                       ("setdiff1d", (x, y)), ("setxor1d", (x, y)), ("unique_values", (x,)),
+                       ("trim_zeros", (x[0],)), ("lexsort", ((x[0], x[1]),)),
+                       ("partition", (x, 3)), ("argpartition", (x[0], 3)),
+                       ("unravel_index", (x[0], (10, 10))), ("polyval", ([1, 2, 3], x)),
+                       ("nanmedian", (x,)), ("nanpercentile", (x, 30)),
+                       ("nanquantile", (x, [0.2, 0.4]))]:
+        hargs = [np.asarray(v) if isinstance(v, ps.Array) else
+                 tuple(np.asarray(w) for w in v) if isinstance(v, tuple) else v for v in args]
+        r, e = getattr(ps, name)(*args), getattr(np, name)(*hargs)
+        for rr, ee in (zip(r, e) if isinstance(e, tuple) else [(r, e)]):
+            assert_same(rr, ee, what=name)
+    u = ps.unique_all(x[0])
+    e = np.unique_all(a[0])
+    assert u._fields == e._fields
+    for rr, ee in zip(u, e):
+        assert_same(rr, ee)
+    assert_same(ps.roots(ps.asarray([1.0, -3.0, 2.0])), np.roots([1.0, -3.0, 2.0]))
+    p = ps.polyfit(ps.asarray(np.arange(5.0)), ps.asarray(np.arange(5.0) * 2 + 1), 1)
+    assert_same(p, np.polyfit(np.arange(5.0), np.arange(5.0) * 2 + 1, 1))

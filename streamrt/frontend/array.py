@@ -640,7 +640,8 @@ def from_numpy_tree(x, site):
     if isinstance(x, np.ndarray) and x.dtype in D.SUPPORTED_SET:
         return Array._wrap(const_port(x, site))
     if isinstance(x, tuple):
-        return tuple(from_numpy_tree(i, site) for i in x)
+        items = [from_numpy_tree(i, site) for i in x]
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)   # (namedtuples)
     if isinstance(x, list):
         return [from_numpy_tree(i, site) for i in x]
     return x

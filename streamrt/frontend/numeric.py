@@ -84,6 +84,28 @@ bincount = _host_function("bincount", "the length is the largest value plus one"
 digitize = _host_function("digitize", "a binary search of each value")
 searchsorted = _host_function("searchsorted", "a binary search of each value")
 interp = _host_function("interp", "a binary search of each value")
+_SET = "the result's length depends on the values"
+isin = _host_function("isin", "a search of each value in the other array")
+intersect1d = _host_function("intersect1d", _SET)
+union1d = _host_function("union1d", _SET)
+setdiff1d = _host_function("setdiff1d", _SET)
+setxor1d = _host_function("setxor1d", _SET)
+unique_all = _host_function("unique_all", _SET)
+unique_counts = _host_function("unique_counts", _SET)
+unique_inverse = _host_function("unique_inverse", _SET)
+unique_values = _host_function("unique_values", _SET)
+trim_zeros = _host_function("trim_zeros", _SET)
+lexsort = _host_function("lexsort", "a sort by several keys")
+partition = _host_function("partition", "NumPy's introselect (its element order is NumPy's)")
+argpartition = _host_function("argpartition", "NumPy's introselect (its order is NumPy's)")
+ravel_multi_index = _host_function("ravel_multi_index", "index bounds are checked per value")
+unravel_index = _host_function("unravel_index", "index bounds are checked per value")
+polyfit = _host_function("polyfit", "a least-squares solve with NumPy's conditioning")
+polyval = _host_function("polyval", "NumPy's Horner evaluation")
+roots = _host_function("roots", "an eigenvalue problem")
+nanmedian = _host_function("nanmedian", "the NaN-free length of each slice varies")
+nanpercentile = _host_function("nanpercentile", "the NaN-free length of each slice varies")
+nanquantile = _host_function("nanquantile", "the NaN-free length of each slice varies")
 
 
 # ---- rounding -----------------------------------------------------------------------------
@@ -332,6 +354,211 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     site = callsite()
     return _creation._numpy(site, np.geomspace, start, stop, num, endpoint,
                             _creation._dtype(dtype, site), axis)
+
+
+def _split(name, ary, indices_or_sections, axis, site, exact):
+    x = _as_array(ary, site)
+    ax = normalize_axes(axis, x.ndim, site, name)[0]
+    n = x.shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise record_error(ValueError, "number sections must be larger than 0.", site)
+        if exact and n % k:
+            raise record_error(ValueError, "array split does not result in an equal division",
+                               site)
+        each, extra = divmod(n, k)
+        sizes = [each + 1] * extra + [each] * (k - extra)
+        bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = [slice(None)] * x.ndim
+        key[ax] = slice(lo, hi)
+        out.append(x[tuple(key)])
+    return out
+
+
+@_export
+def split(ary, indices_or_sections, axis=0):
+    """Views of ``ary`` (no copy), as NumPy's."""
+    return _split("split", ary, indices_or_sections, axis, callsite(), True)
+
+
+@_export
+def array_split(ary, indices_or_sections, axis=0):
+    """Views; unequal parts allowed (the first ones one longer), as NumPy's."""
+    return _split("array_split", ary, indices_or_sections, axis, callsite(), False)
+
+
+@_export
+def hsplit(ary, indices_or_sections):
+    site = callsite()
+    x = _as_array(ary, site)
+    if x.ndim == 0:
+        raise record_error(ValueError, "hsplit only works on arrays of 1 or more dimensions",
+                           site)
+    return _split("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0, site, True)
+
+
+@_export
+def vsplit(ary, indices_or_sections):
+    site = callsite()
+    x = _as_array(ary, site)
+    if x.ndim < 2:
+        raise record_error(ValueError, "vsplit only works on arrays of 2 or more dimensions",
+                           site)
+    return _split("vsplit", x, indices_or_sections, 0, site, True)
+
+
+@_export
+def dsplit(ary, indices_or_sections):
+    site = callsite()
+    x = _as_array(ary, site)
+    if x.ndim < 3:
+        raise record_error(ValueError, "dsplit only works on arrays of 3 or more dimensions",
+                           site)
+    return _split("dsplit", x, indices_or_sections, 2, site, True)
+
+
+@_export
+def unstack(x, /, *, axis=0):
+    """The views ``x[..., i, ...]`` along ``axis``, as a tuple."""
+    site = callsite()
+    a = _as_array(x, site)
+    if a.ndim == 0:
+        raise record_error(ValueError, "Input array must be at least 1-d.", site)
+    ax = normalize_axes(axis, a.ndim, site, "unstack")[0]
+    return tuple(a[(slice(None),) * ax + (i,)] for i in range(a.shape[ax]))
+
+
+@_export
+def select(condlist, choicelist, default=0):
+    """The first true condition's choice, else ``default``: nested ``where`` (fused), in
+    NumPy's result dtype (the default as an array: ``select(c, [f32], 0)`` is float64)."""
+    site = callsite()
+    if len(condlist) != len(choicelist):
+        raise record_error(ValueError, "list of cases must be same length as list of "
+                           "conditions", site)
+    if len(choicelist) == 0:
+        raise record_error(ValueError, "select with an empty condition list is not possible",
+                           site)
+    # (NumPy's: Python numbers stay weak in the result dtype, anything else is an array)
+    def arr(c):
+        if isinstance(c, Array) or type(c) in (int, float, complex):
+            return c
+        return Array._wrap(const_port(np.asarray(c), site))
+    choices = [arr(c) for c in choicelist]
+    dflt = arr(default)
+    try:
+        dt = D.canonical(np.result_type(*[c.dtype if isinstance(c, Array) else c
+                                          for c in choices + [dflt]]))
+    except TypeError as e:
+        raise record_error(TypeError, f"select: choicelist and default: {e}", site) from None
+    conds = [_as_array(c, site) for c in condlist]
+    for i, c in enumerate(conds):
+        if c.dtype != D.bool_:
+            raise record_error(TypeError, f"invalid entry {i} in condlist: should be boolean "
+                               "ndarray", site)
+    shape = np.broadcast_shapes(*[c.shape for c in conds],
+                                *[v.shape for v in choices + [dflt] if isinstance(v, Array)])
+    r = _shape.broadcast_to(astype(_as_array(dflt, site), dt, site=site) if isinstance(
+        dflt, Array) else Array._wrap(const_port(np.asarray(dflt, dt), site)), shape)
+    for c, v in zip(reversed(conds), reversed(choices)):
+        v = astype(v, dt, site=site) if isinstance(v, Array) else np.asarray(v, dt)
+        r = record_map("where", c, v, r, site=site)
+    return r
+
+
+@_export
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """``sum(d * (y[1:] + y[:-1]) / 2)`` along ``axis`` (one fused reduction)."""
+    site = callsite()
+    yy = _as_array(y, site)
+    nd = yy.ndim
+    ax = normalize_axes(axis, nd, site, "trapezoid")[0]
+    hi = [slice(None)] * nd
+    lo = [slice(None)] * nd
+    hi[ax], lo[ax] = slice(1, None), slice(None, -1)
+    if x is None:
+        d = dx
+    else:
+        xx = _as_array(x, site)
+        if xx.ndim == 1:
+            d = diff(xx)
+            shp = [1] * nd
+            shp[ax] = d.shape[0]
+            d = reshape(d, tuple(shp), site=site)
+        else:
+            d = diff(xx, axis=ax)
+    s = record_map("add", yy[tuple(hi)], yy[tuple(lo)], site=site)
+    t = record_map("divide", record_map("multiply", d, s, site=site), 2.0, site=site)
+    return record_reduce("sum", t, (ax,), False, site=site)
+
+
+@_export
+def isreal(x):
+    """``imag(x) == 0`` (all True for a real array)."""
+    site = callsite()
+    a = _as_array(x, site)
+    if a.dtype.kind != "c":
+        return _creation.ones(a.shape, dtype=bool)
+    return record_map("equal", record_map("imag", a, site=site), 0, site=site)
+
+
+@_export
+def iscomplex(x):
+    """``imag(x) != 0`` (all False for a real array)."""
+    site = callsite()
+    a = _as_array(x, site)
+    if a.dtype.kind != "c":
+        return _creation.zeros(a.shape, dtype=bool)
+    return record_map("not_equal", record_map("imag", a, site=site), 0, site=site)
+
+
+@_export
+def diagflat(v, k=0):
+    """``diag(v.ravel(), k)``."""
+    site = callsite()
+    return _shape.diag(reshape(_as_array(v, site), (-1,), site=site), k)
+
+
+def _cumulative(name, x, axis, dtype, out, include_initial, site):
+    a = _as_array(x, site)
+    if axis is None:
+        if a.ndim > 1:
+            raise record_error(ValueError, f"{name}: axis must be specified for "
+                               "multi-dimensional arrays.", site)
+        axis = 0
+    if a.ndim == 0:
+        raise record_error(ValueError, f"{name}: input array must be at least 1-d", site)
+    ax = normalize_axes(axis, a.ndim, site, name)[0]
+    r = getattr(_linalg, "cumsum" if name == "cumulative_sum" else "cumprod")(a, axis=ax,
+                                                                             dtype=dtype)
+    if include_initial:
+        shp = list(r.shape)
+        shp[ax] = 1
+        first = _creation.zeros(tuple(shp), dtype=r.dtype) if name == "cumulative_sum" else \
+            _creation.ones(tuple(shp), dtype=r.dtype)
+        r = _shape.concatenate((first, r), axis=ax)
+    return finish_out(name, r, out, True, "unsafe", site, exact=True)
+
+
+@_export
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """``cumsum`` (the scan intrinsic), the Array API's: ``include_initial`` puts the 0."""
+    return _cumulative("cumulative_sum", x, axis, dtype, out, include_initial, callsite())
+
+
+@_export
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """``cumprod`` (the scan intrinsic); ``include_initial`` puts the 1."""
+    return _cumulative("cumulative_prod", x, axis, dtype, out, include_initial, callsite())
+
+
+concat = _shape.concatenate        # (NumPy 2's Array API name)
+__all__.append("concat")
 
 
 # ---- differences --------------------------------------------------------------------------
