@@ -403,3 +403,15 @@ def test_more_host_functions(path):
     assert_same(ps.roots(ps.asarray([1.0, -3.0, 2.0])), np.roots([1.0, -3.0, 2.0]))
     p = ps.polyfit(ps.asarray(np.arange(5.0)), ps.asarray(np.arange(5.0) * 2 + 1), 1)
     assert_same(p, np.polyfit(np.arange(5.0), np.arange(5.0) * 2 + 1, 1))
+
+
+def test_rot90_rollaxis(path):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = ps.asarray(a)
+    for k in range(-1, 5):
+        assert_same(ps.rot90(x, k), np.rot90(a, k))
+        assert_same(np.rot90(x, k, axes=(2, 0)), np.rot90(a, k, axes=(2, 0)))
+    for axis, start in ((2, 0), (0, 3), (1, 1), (-1, 1)):
+        assert_same(ps.rollaxis(x, axis, start), np.rollaxis(a, axis, start))
+    with pytest.raises(ValueError, match=rf"{__file__}:{_line() + 1}: Axes must be different"):
+        ps.rot90(x, 1, axes=(1, 1))

@@ -557,6 +557,53 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
     return _cumulative("cumulative_prod", x, axis, dtype, out, include_initial, callsite())
 
 
+@_export
+def rot90(m, k=1, axes=(0, 1)):
+    """A view: NumPy's flips and transpose."""
+    site = callsite()
+    a = _as_array(m, site)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise record_error(ValueError, "len(axes) must be 2.", site)
+    if axes[0] == axes[1] or builtins.abs(axes[0] - axes[1]) == a.ndim:
+        raise record_error(ValueError, "Axes must be different.", site)
+    if not all(-a.ndim <= x < a.ndim for x in axes):
+        raise record_error(ValueError, f"Axes={axes} out of range for array of ndim={a.ndim}.",
+                           site)
+    k %= 4
+    if k == 0:
+        return a[...]
+    if k == 2:
+        return _shape.flip(_shape.flip(a, axes[0]), axes[1])
+    perm = list(range(a.ndim))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return _shape.flip(a, axes[1]).transpose(tuple(perm))
+    return _shape.flip(a.transpose(tuple(perm)), axes[1])
+
+
+@_export
+def rollaxis(a, axis, start=0):
+    """A view (transpose), NumPy's rules for ``start``."""
+    site = callsite()
+    x = _as_array(a, site)
+    n = x.ndim
+    axis = normalize_axes(axis, n, site, "rollaxis")[0]
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise record_error(np.exceptions.AxisError, f"'start' arg requires {-n} <= start < "
+                           f"{n + 1}, but {start} was passed in", site)
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return x[...]
+    perm = list(range(n))
+    perm.remove(axis)
+    perm.insert(start, axis)
+    return x.transpose(tuple(perm))
+
+
 concat = _shape.concatenate        # (NumPy 2's Array API name)
 __all__.append("concat")
 
@@ -667,8 +714,14 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
     c = record_map("divide", c, reshape(sd, (-1, 1), site=site), site=site)
     c = record_map("divide", c, reshape(sd, (1, -1), site=site), site=site)
     if c.dtype.kind != "c":
-        c = record_map("minimum", record_map("maximum", c, -1, site=site), 1, site=site)
-    return c
+        return _clip1(c, site)
+    # NumPy clips the real and the imaginary parts each to [-1, 1]
+    re, im = (_clip1(record_map(p, c, site=site), site) for p in ("real", "imag"))
+    return record_map("add", re, record_map("multiply", im, 1j, site=site), site=site)
+
+
+def _clip1(c, site):
+    return record_map("minimum", record_map("maximum", c, -1, site=site), 1, site=site)
 
 
 # ---- order statistics ---------------------------------------------------------------------
