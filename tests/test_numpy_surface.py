@@ -415,3 +415,20 @@ def test_rot90_rollaxis(path):
         assert_same(ps.rollaxis(x, axis, start), np.rollaxis(a, axis, start))
     with pytest.raises(ValueError, match=rf"{__file__}:{_line() + 1}: Axes must be different"):
         ps.rot90(x, 1, axes=(1, 1))
+
+
+@pytest.mark.parametrize("dt", NUM, ids=NUM_IDS)
+def test_gradient(path, dt):
+    mode, n = path
+    a = _data(dt, n)
+    x = ps.asarray(a)
+    tol = dict(rtol=1e-6, atol=1e-5) if dt is np.float32 else {}
+    for r, e in zip(ps.gradient(x), np.gradient(a)):
+        assert_same(r, e, **tol)
+    assert_same(np.gradient(x, 0.5, axis=1), np.gradient(a, 0.5, axis=1), **tol)
+    for r, e in zip(ps.gradient(x, 2.0, 3, edge_order=2), np.gradient(a, 2.0, 3, edge_order=2)):
+        assert_same(r, e, **tol)
+    xs = np.cumsum(np.arange(1.0, n + 1))
+    assert_same(ps.gradient(x[0], xs), np.gradient(a[0], xs), **tol)        # on the host
+    with pytest.raises(ValueError, match=rf"{__file__}:{_line() + 1}: Shape of array"):
+        ps.gradient(x[:1], axis=0)
