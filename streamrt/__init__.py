@@ -36,6 +36,10 @@ from .frontend.math import *  # noqa: F401,F403
 from .frontend.math import __all__ as _math_all
 from .frontend.math import abs, all, any, max, min, sum  # noqa: F401,A004
 from .frontend.math import angle, conj, conjugate, imag, real  # noqa: F401
+from .frontend import numeric as _numeric
+from .frontend.numeric import *  # noqa: F401,F403
+from .frontend.numeric import round  # noqa: F401,A004
+from .core.fpe import errstate, geterr, geterrcall, seterr, seterrcall  # noqa: F401
 from .frontend.shape import *  # noqa: F401,F403
 from .tools import debug  # noqa: F401
 from .tools.debug import pop_error_handler, push_error_handler  # noqa: F401
@@ -113,6 +117,13 @@ def is_lazy(x) -> bool:
 def __getattr__(name):
     if name in ("array_api", "distributed"):
         return importlib.import_module(f".{name}", __name__)
+    if not name.startswith("_"):
+        from .tools.coverage import reason   # (only for a missing name: not at every import)
+        why = reason(name)
+        if why is not None:
+            site = callsite()
+            raise AttributeError(f"{site}: streamrt does not provide numpy.{name}: {why} "
+                                 "(docs/numpy_coverage.md)", name=name, obj=None)
     raise AttributeError(f"module 'streamrt' has no attribute {name!r}")
 
 
@@ -122,11 +133,13 @@ def __array_namespace__(*, api_version=None):
 
 
 hooks.set_array_namespace(lambda: __getattr__("array_api"))
+_numeric._attach_methods(globals())     # ps.add.outer, ps.add.reduce, ... (numeric.py)
 _profile_from_env()                 # STREAMRT_PROFILE
 if config.settings.reference:       # STREAMRT_REFERENCE
     debug._hooks.update()
 
-__all__ = list(_creation_all) + list(_math_all) + list(_shape_mod.__all__) + [
+__all__ = list(_creation_all) + list(_math_all) + list(_shape_mod.__all__) + list(
+    _numeric.__all__) + ["errstate", "geterr", "seterr", "geterrcall", "seterrcall"] + [
     "Array", "ndarray", "sync", "devices", "macro", "macro_section", "profile", "clear_caches",
     "cache_info", "hint_execute", "hint_read", "runtime_stats", "reset_stats", "config",
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -62,6 +62,9 @@ def _one(name, a, n, axis, norm, site):
         out_len = nn
     else:
         nn = int(n) if n is not None else m
+        if nn < 1:          # an empty axis: NumPy's ValueError, at the call
+            raise record_error(ValueError, f"{name}: Invalid number of FFT data points "
+                               f"({nn}) specified.", site)
         out_len = nn // 2 + 1 if name == "rfft" else nn
     shape = p.shape[:ax] + (out_len,) + p.shape[ax + 1:]
     dt = _out_dtype(name, p.dtype)
@@ -111,6 +114,9 @@ def _multi(name, a, s, axes, norm, site):
     for i, ax in enumerate(axes):
         if s is not None:
             shape[ax] = s[i]
+        if shape[ax] < 1 and not name.startswith("irfft"):   # NumPy's ValueError, at the call
+            raise record_error(ValueError, f"{name}: Invalid number of FFT data points "
+                               f"({shape[ax]}) specified.", site)
     dt = _out_dtype(name, p.dtype)
     return _intrinsic("fft", dt, tuple(shape), (p,), (name, s, axes, norm), site)
 

@@ -240,33 +240,40 @@ def _report(done):
         on_done(items)
 
 
-def run_refop(p, val):
-    """Evaluate one port with NumPy (the reference semantics)."""
+def run_refop(p, val, quiet=True):
+    """Evaluate one port with NumPy (the reference semantics); ``quiet``: its floating-point
+    flags ignored (the NumPy tier passes False and reports them itself, core/fpe.py)."""
     args = [val(i) for i in p.inputs]
+    if not quiet:
+        return _refop(p, args)
     with np.errstate(all="ignore"):
-        if p.kind == "map":
-            op = OPS[p.op]
-            if p.op == "astype":
-                r = np.asarray(args[0]).astype(p.dtype)
-            elif op.counter:        # counter-based RNG: scalar parameters, no array inputs
-                r = op.ref(*[int(a) for a in args], shape=p.shape, dtype=p.loop_dtype)
-            else:
-                r = op.ref(*loop_args(p, args))
-        elif p.kind == "reduce":
-            axes, keepdims, acc = p.params
-            x = np.asarray(args[0])
-            if p.op in ("argmax", "argmin"):
-                ax = axes[0] if len(axes) == 1 else None
-                r = REDUCTIONS[p.op].ref(x, axis=ax, keepdims=keepdims)
-            elif p.op in ("sum", "prod", "mean"):
-                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims, dtype=acc if p.op != "mean"
-                                         else None)
-            else:
-                r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims)
-        elif p.kind == "intrinsic":
-            r = INTRINSICS[p.op](p, *args)
+        return _refop(p, args)
+
+
+def _refop(p, args):
+    if p.kind == "map":
+        op = OPS[p.op]
+        if p.op == "astype":
+            r = np.asarray(args[0]).astype(p.dtype)
+        elif op.counter:        # counter-based RNG: scalar parameters, no array inputs
+            r = op.ref(*[int(a) for a in args], shape=p.shape, dtype=p.loop_dtype)
         else:
-            raise TypeError(f"cannot evaluate {p}")
+            r = op.ref(*loop_args(p, args))
+    elif p.kind == "reduce":
+        axes, keepdims, acc = p.params
+        x = np.asarray(args[0])
+        if p.op in ("argmax", "argmin"):
+            ax = axes[0] if len(axes) == 1 else None
+            r = REDUCTIONS[p.op].ref(x, axis=ax, keepdims=keepdims)
+        elif p.op in ("sum", "prod", "mean"):
+            r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims, dtype=acc if p.op != "mean"
+                                     else None)
+        else:
+            r = REDUCTIONS[p.op].ref(x, axis=axes, keepdims=keepdims)
+    elif p.kind == "intrinsic":
+        r = INTRINSICS[p.op](p, *args)
+    else:
+        raise TypeError(f"cannot evaluate {p}")
     r = np.asarray(r).astype(p.dtype, copy=False)
     # (the array itself when its shape is right, not a view of it: the interpreter reuses
     # a dead temporary's buffer only when it owns its memory)

@@ -11,7 +11,7 @@ from sys import _getframe
 
 import numpy as np
 
-from ..core import dtypes as D, hooks, stats
+from ..core import dtypes as D, fpe as _fpe, hooks, stats
 from ..core.config import settings
 from ..core.ops import (OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
                         reduction_dtypes, signed_vs_uint64)
@@ -58,13 +58,23 @@ def _eager(port):
     q = getattr(_tls, "q", None)
     if q is not None and q.recording is not None:
         return None
-    r = run_refop(port, ref_value)
+    # NumPy's floating-point warnings, at the user's line, as the error state asks now
+    r = _fpe.run(_fp_name(port), run_refop, port, ref_value, False)
     for i in port.inputs:           # (a copy's NumPy answer can be its input itself)
         if i.kind != "scalar" and np.may_share_memory(r, _tiers.concrete(i)):
             r = r.copy()
             break
     _tiers.note_eager()
     return eager_array(own_buffer(r))
+
+
+def _fp_name(port):
+    """The name NumPy's floating-point warnings give for ``port``'s op ("divide by zero
+    encountered in log"; a reduction's: "... in reduce")."""
+    if port.kind == "map":
+        op = OPS.get(port.op)
+        return (op.ufunc if op is not None and op.ufunc else None) or port.op
+    return "reduce" if port.kind == "reduce" else port.op
 
 
 def _enqueue(port):
@@ -117,14 +127,19 @@ def host_copy(data, site, dtype=None):
     """A C-ordered copy of array-like ``data`` in its own dtype or ``dtype`` (NumPy's
     conversion: a Python int that does not fit ``dtype`` raises, at the user's line); a dtype
     streamrt does not compute in raises DTypeError, it is never replaced by another."""
-    if dtype is None:
-        a = np.asarray(data)
-        return np.array(a, dtype=canonical_dtype(a.dtype, site), order="C", copy=True)
-    dt = canonical_dtype(dtype, site)
     try:
+        if dtype is None:
+            a = np.asarray(data)
+            return np.array(a, dtype=canonical_dtype(a.dtype, site), order="C", copy=True)
+        dt = canonical_dtype(dtype, site)
         return np.array(data, dtype=dt, order="C", copy=True)
     except OverflowError as e:
         raise record_error(StreamrtOverflowError, str(e), site) from None
+    except (ValueError, TypeError, MemoryError) as e:       # a ragged list, a bad value
+        if isinstance(e, StreamrtError):
+            raise
+        raise record_error(type(e) if type(e).__module__ == "builtins" else ValueError,
+                           str(e), site) from None
 
 
 def const_port(data, site=None, dtype=None):
@@ -647,7 +662,8 @@ def from_numpy_tree(x, site):
     if isinstance(x, np.ndarray) and x.dtype in D.SUPPORTED_SET:
         return Array._wrap(const_port(x, site))
     if isinstance(x, tuple):
-        return tuple(from_numpy_tree(i, site) for i in x)
+        items = [from_numpy_tree(i, site) for i in x]
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)   # (namedtuples)
     if isinstance(x, list):
         return [from_numpy_tree(i, site) for i in x]
     return x
@@ -807,10 +823,81 @@ class Array:
         self._v = None
 
     # ---- metadata -------------------------------------------------------------------------
+    def __new__(cls, *args, **kwargs):
+        """``ps.ndarray(shape, dtype=float, buffer=None, offset=0, strides=None, order=None)``,
+        NumPy's low-level constructor: zero-filled (NumPy's is uninitialised), or a copy of
+        ``buffer`` read as NumPy reads it. (No arguments: a bare instance, for copy/pickle.)"""
+        if not args and not kwargs:
+            return object.__new__(cls)
+        site = callsite()
+        try:
+            if kwargs.get("buffer", args[2] if len(args) > 2 else None) is None:
+                kw = dict(kwargs)
+                shape = args[0] if args else kw.pop("shape")
+                dtype = args[1] if len(args) > 1 else kw.pop("dtype", float)
+                for k in ("offset", "strides", "order"):
+                    kw.pop(k, None)
+                if kw:
+                    raise TypeError(f"ndarray() got an unexpected keyword argument "
+                                    f"{next(iter(kw))!r}")
+                v = np.zeros(shape, canonical_dtype(dtype, site))
+            else:
+                v = np.ndarray(*args, **kwargs)
+        except StreamrtError:
+            raise
+        except (TypeError, ValueError, MemoryError) as e:
+            cls_ = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+            raise record_error(cls_, f"ndarray: {e}", site) from None
+        return _wrap(const_port(np.array(v, order="C"), site))
+
     @property
     def shape(self):
         v = self._v
         return v.shape if v is not None else self._p.shape
+
+    @shape.setter
+    def shape(self, shape):
+        """``a.shape = (...)``: reshaped in place -- the array becomes a view of the same data
+        with the new shape -- or, as NumPy, an AttributeError when that needs a copy."""
+        site = callsite()
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        v = self._v
+        if v is not None:
+            nv = v.view()
+            try:
+                nv.shape = shape
+            except ValueError as e:
+                raise record_error(ShapeError, str(e), site) from None
+            except AttributeError as e:
+                raise record_error(AttributeError, str(e), site) from None
+            self._v = nv
+            return
+        p = self._p
+        r = reshape(self, shape, site=site)           # (the size check first, as NumPy)
+        if p.kind == "view" and any(n > 1 and s != c for n, s, c in zip(
+                p.shape, p.params[1], c_strides(p.shape))):
+            raise record_error(AttributeError, "Incompatible shape for in-place modification. "
+                               "Use `.reshape()` to make a copy with the desired shape.", site)
+        np_ = r._port
+        np_.nrefs += 1
+        self._p = np_
+        _register(np_.inputs[0] if np_.kind == "view" else np_, self)
+        _decref(p)
+        del r
+
+    @property
+    def strides(self):
+        """The byte strides NumPy's array of this value has: a computed view's own, else
+        C-contiguous (streamrt lays out every buffer it makes in C order)."""
+        v = self._v
+        if v is not None:
+            return v.strides
+        p = self._p
+        isz = p.dtype.itemsize
+        if p.kind == "view":
+            return tuple(int(s) * isz for s in p.params[1])
+        return tuple(int(s) * isz for s in c_strides(p.shape))
 
     @property
     def dtype(self):
@@ -890,8 +977,8 @@ class Array:
 
     def __bool__(self):
         if self.size != 1:
-            raise ValueError("The truth value of an array with more than one element is "
-                             "ambiguous. Use a.any() or a.all()")
+            raise record_error(ValueError, "The truth value of an array with more than one "
+                               "element is ambiguous. Use a.any() or a.all()")
         return bool(self.numpy().reshape(()))
 
     def _scalar(self, what):
@@ -1068,36 +1155,21 @@ class Array:
     # ---- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
-            f = UFUNC_CALLS.get(ufunc)      # (np.float64(2) * x comes here: the short way)
+            f = UFUNC_CALLS.get(ufunc)      # (matmul: the intrinsic, frontend/linalg.py)
             if f is not None:
                 return f(*inputs)
         site = callsite()
         name = UFUNC_TO_OP.get(ufunc.__name__)
         if method == "__call__" and name is not None and set(kwargs) <= _UFUNC_KW:
-            # the namespace function takes NumPy's ufunc keywords (frontend/math.py)
-            return HANDLED_UFUNCS[name](*inputs, **kwargs)
-        if method == "reduce" and set(kwargs) <= {"axis", "keepdims", "dtype", "out",
-                                                  "initial", "where"}:
-            red = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-                   "logical_and": "all", "logical_or": "any"}.get(ufunc.__name__)
-            if red is not None:
-                kw = dict(kwargs)
-                kw.setdefault("axis", 0)
-                if red in ("all", "any"):
-                    if "initial" in kw or kw.get("dtype") is not None:
-                        return fallback(f"{ufunc.__name__}.reduce", getattr(ufunc, method),
-                                        inputs, kwargs, site)
-                    kw.pop("dtype", None)
-                elif red in ("max", "min"):
-                    if kw.get("dtype") is not None:
-                        return fallback(f"{ufunc.__name__}.reduce", getattr(ufunc, method),
-                                        inputs, kwargs, site)
-                    kw.pop("dtype", None)
-                return HANDLED_FUNCTIONS[red](inputs[0], **kw)
+            # the namespace function takes NumPy's ufunc keywords (frontend/math.py); on the
+            # NumPy tier, NumPy's floating-point warnings name the user's line (core/fpe.py)
+            return _fpe.run(ufunc.__name__, HANDLED_UFUNCS[name], *inputs, **kwargs)
+        if method != "__call__":
+            # outer, reduce, accumulate, at, reduceat (frontend/numeric.py)
+            return UFUNC_METHODS["impl"](ufunc, method, inputs, kwargs, site)
         func = getattr(ufunc, method)
-        extra = sorted(set(kwargs) - _UFUNC_KW) if method == "__call__" and name else ()
-        return fallback(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__,
-                        func, inputs, kwargs, site,
+        extra = sorted(set(kwargs) - _UFUNC_KW) if name else ()
+        return fallback(ufunc.__name__, func, inputs, kwargs, site,
                         why=f" with {', '.join(k + '=' for k in extra)}" if extra else None)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1136,7 +1208,8 @@ class Array:
 
 _UFUNC_KW = frozenset({"out", "where", "casting", "order", "dtype", "subok", "signature"})
 HANDLED_UFUNCS = {}     # op name -> namespace function taking the ufunc keywords (math.py)
-UFUNC_CALLS = {}        # NumPy ufunc -> the same function (a call without keywords)
+UFUNC_CALLS = {}        # NumPy ufunc -> a function taking a call without keywords
+UFUNC_METHODS = {}      # "impl": the ufunc methods (outer, reduce, ...; numeric.py)
 _ACCEPTS: dict = {}
 
 
@@ -1293,7 +1366,7 @@ def eager_function(ref, args, kwargs, any_size=False):
             any(v is NotImplemented for v in hkw.values()):
         return NotImplemented
     try:
-        r = ref(*hargs, **hkw)
+        r = _fpe.run(getattr(ref, "__name__", "numpy"), ref, *hargs, **hkw)
     except (TypeError, ValueError, IndexError, OverflowError):
         return NotImplemented
     r = _eager_out(r, found)

@@ -43,7 +43,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
                            "the source does): a copy is needed", site)
     if dtype is not None:       # converted straight to ``dtype``, as NumPy's (exact for ints
         return Array._wrap(const_port(a, site, dtype))       # past 2**53 in a list)
-    arr = np.asarray(a)
+    arr = _host_array(a, site)
     if arr.dtype.kind in "OUSVMm":
         raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt", site)
     return Array._wrap(const_port(arr, site))
@@ -57,7 +57,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     elif dtype is not None:
         r = Array._wrap(const_port(object, site, dtype))
     else:
-        arr = np.asarray(object)
+        arr = _host_array(object, site)
         if arr.dtype.kind in "OUSVMm":
             raise record_error(DTypeError, f"dtype {arr.dtype} is not supported by streamrt",
                                site)
@@ -65,6 +65,15 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     if ndmin > r.ndim:
         r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
     return r
+
+
+def _host_array(a, site):
+    """``np.asarray(a)``, its errors (a ragged list) raised at the user's line."""
+    try:
+        return np.asarray(a)
+    except (ValueError, TypeError, MemoryError) as e:
+        builtin = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+        raise record_error(builtin, str(e), site) from None
 
 
 def _numpy(site, fn, *args, **kw):

@@ -19,6 +19,7 @@ from .array import (HANDLED_FUNCTIONS, UFUNC_CALLS, Array, _enqueue, astype, con
 from .array import _view, transpose
 from .shape import diagonal_region
 from .indexing import write_region
+from . import native as _native
 
 
 class LinAlgShapeError(ShapeError, np.linalg.LinAlgError):

@@ -70,9 +70,9 @@ def discover_now():
     return _devices
 
 
-def _discover(in_process=True):
+def _discover(in_process=True, cache_dir=None):
     global _devices
-    ds = devices() if in_process else _devices_of_a_child()
+    ds = devices() if in_process else _devices_of_a_child(cache_dir)
     found = []
     for d in ds:
         if d["backend"] in registry.BACKENDS and registry.BACKENDS[d["backend"]].device and \
@@ -84,14 +84,17 @@ def _discover(in_process=True):
 DISCOVERY_TTL_S = 24 * 3600     # how long a discovery written to the cache directory holds
 
 
-def _devices_of_a_child():
+def _devices_of_a_child(cache_dir=None):
     """ps.devices() as a child process finds them: importing pyopencl and building a probe
     kernel take ~1 s of this process's GIL otherwise. The answer is kept in the cache
     directory for a day, for this interpreter on this machine: the child also takes a core
     for that second, which a two-core machine's next processes should not pay again (a
     device that went away since then fails to open, and placement drops it). [] if the
     child fails."""
-    path = os.path.join(settings.cache_dir, "devices.json")
+    # (the cache directory comes from the thread that asked: reading a setting here would
+    # leave this short-lived thread's settings cache behind, config.py)
+    cache_dir = cache_dir if cache_dir is not None else settings.cache_dir
+    path = os.path.join(cache_dir, "devices.json")
     me = [sys.executable, os.uname().nodename, os.cpu_count(), os.environ.get("PYTHONPATH")]
     try:
         with open(path) as f:
@@ -103,7 +106,7 @@ def _devices_of_a_child():
     found = _ask_a_child()
     if found:
         try:
-            os.makedirs(settings.cache_dir, exist_ok=True)
+            os.makedirs(cache_dir, exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
                 json.dump({"for": me, "at": time.time(), "devices": found}, f)
@@ -137,7 +140,8 @@ def _available():
         return _devices
     with _lock:
         if _discovery is None:
-            _discovery = threading.Thread(target=_discover, args=(False,), daemon=True,
+            _discovery = threading.Thread(target=_discover, args=(False, settings.cache_dir),
+                                          daemon=True,
                                           name="streamrt-device-discovery")
             _discovery.start()
     return []
