@@ -126,6 +126,7 @@ for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "t
            "arcsinh", "arccosh", "arctanh"):
     _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True,
         aliases=(_n.replace("arc", "a"),) if _n.startswith("arc") else ())
+OPS["tanh"].numba = lambda dt, a: f"_ctanh({a[0]})" if dt.kind == "c" else f"np.tanh({a[0]})"
 
 
 def _erf_dtypes(operands):
