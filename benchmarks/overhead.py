@@ -11,9 +11,9 @@
    replay off, the executor stubbed out, so only signature, port re-creation and submission
    are timed) and end to end (call + read), against the same body in eager NumPy.
 3. A second process: its first call (Numba import + kernels loaded from the disk cache +
-   ProgGen, with the cold tier off) against its warm call, and Numba's one-time start-up
-   (``import numba`` + a trivial njit call in a fresh process); and the first call with the
-   cold tier on (the default: the first small trace runs on the NumPy interpreter).
+   ProgGen, compiling on the first call: STREAMRT_JIT=sync) against its warm call, and Numba's
+   one-time start-up (``import numba`` + a trivial njit call in a fresh process); and the
+   first call with the tiers (the default: NumPy tier, kernels interpreted until compiled).
 4. A program with no repetition (every flush a new trace): trace cache on vs off.
 
     python benchmarks/overhead.py --callgrind
@@ -210,15 +210,18 @@ print(time.perf_counter() - t0)
 """
 
 
-def _run(code, cache, cold_tier=False):
+def _run(code, cache, tiered=False):
     # (bytecode cached under the temporary directory, as an installed package has it:
     # PYTHONDONTWRITEBYTECODE would recompile every module of an editable install per child)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("STREAMRT_") and k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = os.path.join(cache, "pycache")
     env["STREAMRT_CACHE_DIR"] = cache
-    # the kernel path is measured with the cold tier off (it would interpret the first call)
-    env["STREAMRT_COLD_INTERPRET"] = "1" if cold_tier else "0"
+    # the kernel path is measured compiling on the first call (the tiers, the default, would
+    # interpret it while the compile worker builds the kernel)
+    if not tiered:
+        env["STREAMRT_JIT"] = "sync"
+        env["STREAMRT_EAGER_ELEMENTS"] = "0"
     env["NUMBA_CACHE_DIR"] = cache             # (only matters for NUMBA_CHILD: nothing cached)
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        check=True)
@@ -233,7 +236,7 @@ def bench_second_process():
         runs = [_run(CHILD, cache) for _ in range(5)]
         assert all(r["compiled"] == 0 and r["loaded"] >= 1 for r in runs), runs
         numba_start = statistics.median(_run(NUMBA_CHILD, cache) for _ in range(5))
-        tiered = [_run(CHILD, cache, cold_tier=True) for _ in range(5)]
+        tiered = [_run(CHILD, cache, tiered=True) for _ in range(5)]
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     med = lambda k: statistics.median(r[k] for r in runs)  # noqa: E731
@@ -300,7 +303,8 @@ def callgrind():
     out = {}
     for native in ("1", "0"):
         for what in ("run", "record"):
-            env = dict(os.environ, STREAMRT_NATIVE=native, STREAMRT_COLD_INTERPRET="0")
+            env = dict(os.environ, STREAMRT_NATIVE=native, STREAMRT_JIT="sync",
+                       STREAMRT_EAGER_ELEMENTS="0")
             with tempfile.TemporaryDirectory() as d:
                 r = subprocess.run(["valgrind", "--tool=callgrind",
                                     "--toggle-collect=streamrt_measured",
@@ -350,7 +354,7 @@ def main():
             print(f"{name:46s} {a:10.2f} {b:10.2f} {a - b:+10.2f}  {unit}")
     print()
     print("second process (same cache directory, median of 5 processes; kernel path: "
-          "STREAMRT_COLD_INTERPRET=0):")
+          "STREAMRT_JIT=sync):")
     print(f"  first call in the process that compiled      {first_fill * 1e3:9.1f} ms")
     print(f"  first call in a second process               {first2 * 1e3:9.1f} ms")
     print(f"  warm call (trace-cache hit)                  {warm2 * 1e3:9.3f} ms")
@@ -358,7 +362,7 @@ def main():
     ratio = first2 / (1.5 * warm2 + numba_start)
     print(f"  first / (1.5 x warm + Numba start-up)        {ratio:9.2f}")
     print(f"  (import streamrt in the child: {imp2 * 1e3:.1f} ms, not in the first call)")
-    print(f"  first call with the cold tier (the default: NumPy interpreter, no Numba) "
+    print(f"  first call with the tiers (the default: NumPy tier / interpreted, no Numba) "
           f"{cold * 1e3:.1f} ms")
 
 

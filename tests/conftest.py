@@ -27,9 +27,6 @@ _cache = os.environ.get("STREAMRT_TEST_CACHE_DIR") or os.path.join(
 for _k in [k for k in os.environ if k.startswith("STREAMRT_") and not k.startswith("STREAMRT_TEST_")]:
     del os.environ[_k]
 os.environ["STREAMRT_CACHE_DIR"] = _cache
-# the cold tier (first small traces on the NumPy interpreter until Numba is loaded) would make
-# kernel counts depend on test order; tests/test_cold_tier.py runs it in fresh processes
-os.environ["STREAMRT_COLD_INTERPRET"] = "0"
 if _native_off:
     os.environ["STREAMRT_NATIVE"] = "0"
 # the NumPy tier (small ops run at once through NumPy) would leave the small arrays most

@@ -119,7 +119,7 @@ EXECUTORS = ["cpu"] + (["opencl"] if OPENCL else [])
 
 def child_env(cache_dir, **settings):
     """Environment of a child Python process: this one's without its STREAMRT_* settings, the
-    kernel cache in ``cache_dir``, plus ``settings`` (e.g. STREAMRT_COLD_INTERPRET="0")."""
+    kernel cache in ``cache_dir``, plus ``settings`` (e.g. STREAMRT_JIT="background")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMRT_")}
     env["STREAMRT_CACHE_DIR"] = str(cache_dir)
     env["STREAMRT_EAGER_ELEMENTS"] = "0"         # (as in this process: conftest.py)

@@ -38,7 +38,7 @@ def background(stats, tmp_path):
         yield stats
     finally:
         jit.wait(120)
-        ps.config.set(jit="sync", jit_margin=2.0, cache_dir=old)
+        ps.config.set(jit="sync", jit_margin=1.0, cache_dir=old)
         jit.reset()
 
 
@@ -129,3 +129,35 @@ def test_a_second_process_finds_the_kernels_compiled(tmp_path):
                             env=env, timeout=300)
     assert second.returncode == 0, second.stderr
     assert second.stdout.split() == ["0", "2", "0"]      # loaded from the disk cache
+
+
+PROGRESS = r"""
+import time
+import numpy as np
+import streamrt as ps
+from streamrt.backends.numba_cpu import jit
+x = ps.asarray(np.linspace(0, 1, 1000))
+print(float(ps.sum(ps.sin(x) * 2.0 + 1.0)))
+assert jit.wait(120)
+time.sleep(0.2)                  # (the status line ends on the service's reader thread)
+print(ps.runtime_stats()["kernels_compiled"])
+"""
+
+
+@pytest.mark.parametrize("progress", ["on", "off"])
+def test_a_long_compile_says_so_on_stderr(tmp_path, progress):
+    """A background compile that takes over half a second (this one also starts the worker
+    and imports Numba there) shows a status on stderr -- plain lines when stderr is not a
+    terminal, as here -- unless STREAMRT_PROGRESS=off."""
+    env = child_env(tmp_path, STREAMRT_JIT="background", STREAMRT_JIT_MARGIN="0",
+                    STREAMRT_PROGRESS=progress)
+    p = subprocess.run([sys.executable, "-c", PROGRESS], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-1] == "1"
+    print(repr(p.stderr))
+    if progress == "on":
+        assert "compiling 1 kernel in the background" in p.stderr
+        assert "background compiles done after" in p.stderr
+    else:
+        assert "compiling" not in p.stderr

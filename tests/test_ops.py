@@ -19,10 +19,21 @@ SPECIAL = ["where", "astype"]          # tested below with their own signatures
 REDUCTIONS = list(ops.REDUCTIONS) + ["var", "std"]
 
 
-@pytest.fixture(params=EXECUTORS + ["reference"])
+@pytest.fixture(params=EXECUTORS + ["cpu-interpreted", "reference"])
 def backend(request):
     """Run the test on each executor: fused Numba kernels, fused OpenCL C kernels (where an
-    OpenCL device works: PoCL in CI), and NumPy one op at a time."""
+    OpenCL device works: PoCL in CI), the CPU executor's kernels interpreted (the compiled
+    tier before a kernel is compiled: STREAMRT_JIT=off), and NumPy one op at a time."""
+    if request.param == "cpu-interpreted":
+        from streamrt.core.config import settings
+        old = settings.jit
+        ps.config.set(jit="off")        # (process-wide: kernels launch on the scheduler's thread)
+        try:
+            with ps.config.override(backend="cpu"):
+                yield "cpu"
+        finally:
+            ps.config.set(jit=old)
+        return
     with ps.config.override(backend=request.param):
         from streamrt.backends import registry
         assert registry.get().name == request.param

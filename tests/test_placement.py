@@ -15,6 +15,7 @@ from streamrt.runtime import placement
 @pytest.fixture
 def auto():
     placement.reset()
+    placement.discover_now()    # (not in the background: the tests need the devices offered)
     with ps.config.override(backend="auto"):
         yield placement
     placement.reset()
@@ -186,3 +187,18 @@ def test_a_slow_measurement_does_not_exclude_an_executor_for_good(auto, stats, m
         auto._measured[(key, "cpu")][1] = 1e-6                     # (a quiet machine)
         assert_same(_run(x), want.astype(np.float32), rtol=1e-5)   # back to the CPU
         assert _placed(stats()) == (2, 4) and stats()["placement_explorations"] == 1
+
+
+def test_the_discovery_is_kept_in_the_cache_directory(tmp_path, monkeypatch):
+    """A child process probes the devices once; the next processes (here: calls) read its
+    answer from the cache directory until it is a day old."""
+    asked = []
+    monkeypatch.setattr(placement, "_ask_a_child",
+                        lambda: asked.append(1) or [{"backend": "cpu", "available": True}])
+    with ps.config.override(cache_dir=str(tmp_path)):
+        assert placement._devices_of_a_child() == [{"backend": "cpu", "available": True}]
+        assert placement._devices_of_a_child() == [{"backend": "cpu", "available": True}]
+        assert len(asked) == 1
+        monkeypatch.setattr(placement, "DISCOVERY_TTL_S", 0)
+        placement._devices_of_a_child()
+        assert len(asked) == 2

@@ -32,8 +32,7 @@ print(json.dumps({"ok": ok, "stats": ps.runtime_stats(), "info": ps.cache_info()
 
 
 def _env(cache_dir):
-    # (the cold tier would interpret the first run)
-    return child_env(cache_dir, STREAMRT_COLD_INTERPRET="0")
+    return child_env(cache_dir)
 
 
 def _child(cache_dir):
@@ -215,7 +214,7 @@ print(json.dumps({"before": before, "after": gc.get_freeze_count(), "r": r}))
 def test_first_kernel_load_freezes_the_collectors_objects(tmp_path, flag):
     """STREAMRT_GC_FREEZE (default on): once a kernel is first called, the objects alive then
     (Numba's, mostly) are moved out of the collector's scans; off, nothing is frozen."""
-    env = child_env(tmp_path, STREAMRT_GC_FREEZE=flag, STREAMRT_COLD_INTERPRET="0")
+    env = child_env(tmp_path, STREAMRT_GC_FREEZE=flag)
     p = subprocess.run([sys.executable, "-c", GC_CHILD], env=env, capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 0, p.stderr

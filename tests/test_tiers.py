@@ -168,3 +168,53 @@ def test_threads_each_run_their_own_small_work(tier):
         for _ in range(100):
             e = e * 1.01 + 0.5
         assert_same(out[k], e)
+
+
+def test_a_small_read_of_recorded_work_computes_it_once(tier):
+    """Rows of a large recorded array (doitgen's ``A[r, q, :] = A[r, q, :] @ C4``): the first
+    small read runs the recorded work, and the loop then runs on the NumPy tier -- one flush,
+    not a tiny kernel per row."""
+    a0 = np.linspace(0, 1, EAGER * 2).reshape(-1, 8, 16)
+    c = np.linspace(-1, 1, 256).reshape(16, 16)
+    A = ps.asarray(a0) * 2.0               # recorded (large)
+    C = ps.asarray(c)
+    want = a0 * 2.0
+    for r in range(4):
+        for q in range(8):
+            A[r, q, :] = A[r, q, :] @ C
+            want[r, q, :] = want[r, q, :] @ c
+    st = tier()
+    assert st["flushes"] == 1 and st["ops_recorded"] == 1
+    assert st["ops_eager"] >= 64
+    assert_same(A, want, rtol=1e-13)
+    e = (ps.asarray(a0) + 1.0)[3, 2, 1]    # an element: a NumPy scalar, as NumPy gives
+    assert type(e) is np.float64 and e == a0[3, 2, 1] + 1.0
+
+
+def test_a_dying_temporary_may_take_the_result_never_a_live_array(tier):
+    """On the NumPy tier a large float temporary that dies in the expression lends its
+    buffer to the result (NumPy's elision of temporaries); an Array with a name, a view, a
+    buffer recorded work reads and a dtype-changing operand keep theirs."""
+    n = 40_000                                  # 320 kB: above NumPy's elision threshold
+    b0 = np.linspace(0, 1, n)
+    b = ps.asarray(b0)
+    x = ((b * 2.0) * 3.0 + 1.0) / 2.0           # temporaries all the way
+    assert_same(x, ((b0 * 2.0) * 3.0 + 1.0) / 2.0)
+    y = b * 2.0                                 # named: must keep its value
+    z = y * 3.0
+    assert_same(y, b0 * 2.0)
+    assert_same(z, b0 * 6.0)
+    v = (b * 1.0)[::2] * 5.0                    # a view of a temporary
+    assert_same(v, b0[::2] * 5.0)
+    f = ps.asarray(b0.astype(np.float32))
+    w = (f * 2.0) * np.float64(3.0)             # float64 scalar: the dtype changes
+    assert w.dtype == np.float64
+    assert_same(w, (b0.astype(np.float32) * np.float32(2.0)) * np.float64(3.0))
+    big = ps.asarray(np.ones(EAGER * 2))
+    t = b * 2.0
+    r = big[:n] + t                             # recorded (large base): reads t's buffer
+    u = (t * 1.0)                               # t is named anyway; r must see 2 * b
+    del t
+    assert_same(r, 1.0 + b0 * 2.0)
+    assert_same(u, b0 * 2.0)
+    assert_same(b, b0)

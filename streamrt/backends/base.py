@@ -267,7 +267,10 @@ def run_refop(p, val):
             r = INTRINSICS[p.op](p, *args)
         else:
             raise TypeError(f"cannot evaluate {p}")
-    return np.asarray(r).astype(p.dtype, copy=False).reshape(p.shape)
+    r = np.asarray(r).astype(p.dtype, copy=False)
+    # (the array itself when its shape is right, not a view of it: the interpreter reuses
+    # a dead temporary's buffer only when it owns its memory)
+    return r if r.shape == tuple(p.shape) else r.reshape(p.shape)
 
 
 def loop_args(p, args):

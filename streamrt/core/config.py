@@ -46,21 +46,15 @@ FLAGS = {
                 "model says compiling it pays, then a worker process compiles it and its next "
                 "launch loads it) | sync (on first launch, on the launching thread) | off "
                 "(never: every kernel runs through NumPy)"),
-    "jit_margin": Flag("STREAMRT_JIT_MARGIN", 2.0, float,
+    "jit_margin": Flag("STREAMRT_JIT_MARGIN", 1.0, float,
                        "Compile a kernel once the time it would have saved so far is this many "
                        "times what switching costs (loading Numba the first time, loading the "
-                       "kernel); 0: at its first run"),
+                       "kernel; 1: break even, as a ski rental); 0: at its first run"),
     "jit_runs": Flag("STREAMRT_JIT_RUNS", 1 << 30, int,
                      "... or once it has run this many times interpreted"),
     "progress": Flag("STREAMRT_PROGRESS", "auto", str,
                      "A status line on stderr while kernels compile in the background for "
                      "more than half a second: auto (when stderr is a terminal) | on | off"),
-    "cold_interpret": Flag("STREAMRT_COLD_INTERPRET", True, _bool,
-                           "backend=auto: until the CPU executor (Numba) is loaded, a trace "
-                           "seen for the first time whose arrays are all under "
-                           "STREAMRT_DEVICE_MIN_ELEMENTS runs on the NumPy interpreter (the "
-                           "reference executor), so a short script does not pay Numba's "
-                           "start-up; the trace's second run compiles (0: always compile)"),
     "device_memory_limit": Flag("STREAMRT_DEVICE_MEMORY_LIMIT", 0, int,
                                 "Bytes of device memory an OpenCL/CUDA executor may use (0: the "
                                 "device's own size); past it buffers are spilled to the host"),

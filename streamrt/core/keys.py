@@ -16,12 +16,8 @@ def compiler_versions() -> str:
     before it. Numba's version is read from its metadata: importing Numba costs ~0.5 s, and
     a key is needed before any kernel is (the compiled tier: backends/numba_cpu/jit.py)."""
     import hashlib          # (~2.5 ms to import, OpenSSL's start-up: with the first kernel)
-    import importlib.metadata   # (with the first kernel)
 
-    try:
-        nv = importlib.metadata.version("numba")
-    except importlib.metadata.PackageNotFoundError:
-        nv = "none"
+    nv = _numba_version()
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
     for lib in (("backends", "numba_cpu", "lib.py"), ("backends", "numba_cpu", "vecmath.py"),
@@ -29,6 +25,29 @@ def compiler_versions() -> str:
         with open(os.path.join(pkg, *lib), "rb") as f:
             libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
     return f"numba={nv};numpy={numpy.__version__};" + ";".join(libs)
+
+
+def _numba_version() -> str:
+    """Numba's installed version, from its dist-info folder's name beside the package
+    (importlib.metadata costs ~60 ms to import: a first run's whole budget); the metadata
+    when that folder is not found."""
+    import importlib.util   # (cheap: importlib's own machinery)
+    spec = importlib.util.find_spec("numba")
+    if spec is None or not spec.origin:
+        return "none"
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    try:
+        found = [e.name[len("numba-"):-len(".dist-info")] for e in os.scandir(site)
+                 if e.name.startswith("numba-") and e.name.endswith(".dist-info")]
+    except OSError:
+        found = []
+    if len(found) == 1:
+        return found[0]
+    import importlib.metadata   # (an unusual install: ask the metadata)
+    try:
+        return importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
 
 
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:

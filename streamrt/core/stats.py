@@ -18,7 +18,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
         # placement (runtime/placement.py: placements_<backend> are declared there) and device
         # memory (backends/device.py)
-        "placements_cpu", "placements_interpreted", "placement_explorations", "device_spills",
+        "placements_cpu", "placement_explorations", "device_spills",
         "bytes_spilled", "device_alloc_retries", "device_oom_splits", "device_oom_fallbacks",
         # distributed execution (distributed/)
         "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",

@@ -43,6 +43,8 @@ static PyObject *refs;           /* the NumPy tier: op name -> NumPy reference (
 static PyObject *capture_more;   /* tiers.capture: a computed base read by a second queue */
 static PyObject *ufunc_ops;      /* NumPy ufunc -> op name (ops.UFUNC_TO_OP by object) */
 static PyObject *supported;      /* dtypes.SUPPORTED_SET */
+static PyObject *elidable;       /* ops whose float result may reuse a dying operand's buffer */
+static PyObject *s_out_kw;       /* ("out",) */
 static PyObject *materialize;    /* array._materialize: the port of a NumPy-tier Array */
 static long long n_eager;        /* ops the C path ran on the NumPy tier */
 static PyObject *ids;            /* itertools.count: port ids, shared with Port.__init__ */
@@ -897,6 +899,45 @@ static inline PyObject *ref_of(PyObject **slot, PyObject *name) {
     return *slot;
 }
 
+/* NumPy's elision of temporaries on the NumPy tier: the operand (index) of ``name``
+ * (vals: the call's operands, hv: their host values) that is a temporary about to die -- an
+ * Array only the caller's stack holds (NumPy checks the same count), whose buffer of its own
+ * (no port, no view, no other holder) is large enough for a fresh allocation to cost page
+ * faults -- and whose float dtype and shape the result keeps: every other operand is a
+ * Python number or has its dtype and shape. -1: none. */
+#define ELIDE_BYTES (256 * 1024)
+static Py_ssize_t dying(PyObject *name, PyObject *const *vals, PyObject *const *hv,
+                       Py_ssize_t n) {
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *a = vals[k];
+        if (Py_TYPE(a) != ArrayType || Py_REFCNT(a) != 1 || Py_REFCNT(hv[k]) != 1 ||
+            SLOT(a, A_value) != hv[k] || SLOT(a, A_port) != Py_None ||
+            SLOT(a, A_base) != Py_None)
+            continue;
+        PyArrayObject *h = (PyArrayObject *)hv[k];
+        if (PyArray_NBYTES(h) < ELIDE_BYTES || PyArray_BASE(h) != NULL ||
+            !PyArray_IS_C_CONTIGUOUS(h) || !PyArray_ISWRITEABLE(h) ||
+            PyArray_DESCR(h)->kind != 'f' || PySet_Contains(elidable, name) <= 0)
+            return -1;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            if (j == k)
+                continue;
+            PyObject *o = hv[j];
+            PyTypeObject *t = Py_TYPE(o);
+            if (t == &PyFloat_Type || t == &PyLong_Type ||
+                (PyArray_IsScalar(o, Double) && PyArray_DESCR(h)->type_num == NPY_DOUBLE) ||
+                (PyArray_IsScalar(o, Float) && PyArray_DESCR(h)->type_num == NPY_FLOAT))
+                continue;
+            if (t != &PyArray_Type ||
+                PyArray_DESCR((PyArrayObject *)o) != PyArray_DESCR(h) ||
+                !PyArray_SAMESHAPE((PyArrayObject *)o, h))
+                return -1;
+        }
+        return k;
+    }
+    return -1;
+}
+
 static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
                             Py_ssize_t n) {
     Py_ssize_t lim = eager_limit();
@@ -909,6 +950,19 @@ static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const 
     PyObject *f = ref_of(refslot, name);
     if (f == NULL)
         return NULL;
+    Py_ssize_t d = dying(name, vals, hv, n);
+    if (d >= 0) {                       /* into the dying operand's buffer, as NumPy would */
+        PyObject *args[4] = {hv[0], n > 1 ? hv[1] : NULL, n > 2 ? hv[2] : NULL, NULL};
+        args[n] = hv[d];
+        PyObject *r = PyObject_Vectorcall(f, args, n, s_out_kw);
+        if (r == NULL) {
+            numpy_error();
+            return NULL;
+        }
+        Py_DECREF(r);
+        n_eager++;
+        return Py_NewRef(vals[d]);
+    }
     PyObject *r = PyObject_Vectorcall(f, hv, n, NULL);
     if (r == NULL) {
         numpy_error();
@@ -1354,7 +1408,11 @@ static PyObject *eager_key(PyObject *key, Py_ssize_t lim, int *basic) {
     *basic = 1;
     if (!PyTuple_CheckExact(key))
         return eager_item(key, lim, basic);
-    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    Py_ssize_t n = PyTuple_GET_SIZE(key), k;
+    for (k = 0; k < n && basic_item(PyTuple_GET_ITEM(key, k)); k++)
+        ;
+    if (k == n)                         /* all basic (the common case): the key itself */
+        return Py_NewRef(key);
     PyObject *out = PyTuple_New(n);
     if (out == NULL)
         return NULL;
@@ -1847,7 +1905,10 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
         get_obj(cfg, "DONE", &st_done) || get_obj(cfg, "SUBMITTED", &st_submitted) ||
         get_obj(cfg, "DEAD", &st_dead) || get_obj(cfg, "refs", &refs) ||
         get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
-        get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize))
+        get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize) ||
+        get_obj(cfg, "elidable", &elidable))
+        return NULL;
+    if (s_out_kw == NULL && (s_out_kw = Py_BuildValue("(s)", "out")) == NULL)
         return NULL;
     if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
         !PyDict_Check(refs) ||
@@ -1993,7 +2054,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 4
+#define NATIVE_ABI 5
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);

@@ -589,6 +589,28 @@ def _eager_key(key):
     return (tuple(out) if type(key) is tuple else out[0]), basic
 
 
+def _small_basic_read(a, key):
+    """Whether ``a[key]`` (``a`` recorded, not computed yet) is a small basic index -- an
+    element or a view under STREAMRT_EAGER_ELEMENTS -- and ``a`` has now been computed for
+    it: the small ops that follow such a read (a loop over the rows of a large array) then
+    run on the NumPy tier instead of recording a tiny kernel each (docs/guide.md, Tiers)."""
+    hk = _eager_key(key)
+    if hk is None or not hk[1] or a._p is None:
+        return False
+    try:        # the result's shape, from a zero-strided stand-in (no data touched)
+        shape = np.lib.stride_tricks.as_strided(
+            _ZERO, a.shape, (0,) * len(a.shape), writeable=False)[hk[0]].shape
+    except (IndexError, TypeError, ValueError):
+        return False                    # (the recorded path raises streamrt's error)
+    if math.prod(shape) >= settings.eager_elements:
+        return False
+    a.numpy()
+    return host(a) is not None
+
+
+_ZERO = np.zeros(1, dtype=np.int8)
+
+
 def _static_key(key):
     key = key if isinstance(key, tuple) else (key,)
     out = []
@@ -914,6 +936,8 @@ class Array:
                 if b is None:
                     b = self._port.base_view()[0]
                 return eager_array(r, b)
+        elif v is None and _tiers.eager_now() and _small_basic_read(self, key):
+            return self[key]            # (computed now: the NumPy tier above)
         site = callsite()
         if isinstance(key, Array):
             key = key.numpy() if key.ndim == 0 and key.dtype.kind in "iu" else (key,)
@@ -1043,6 +1067,10 @@ class Array:
 
     # ---- NumPy protocols ----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            f = UFUNC_CALLS.get(ufunc)      # (np.float64(2) * x comes here: the short way)
+            if f is not None:
+                return f(*inputs)
         site = callsite()
         name = UFUNC_TO_OP.get(ufunc.__name__)
         if method == "__call__" and name is not None and set(kwargs) <= _UFUNC_KW:
@@ -1133,6 +1161,7 @@ class Array:
 
 _UFUNC_KW = frozenset({"out", "where", "casting", "order", "dtype", "subok", "signature"})
 HANDLED_UFUNCS = {}     # op name -> namespace function taking the ufunc keywords (math.py)
+UFUNC_CALLS = {}        # NumPy ufunc -> the same function (a call without keywords)
 _ACCEPTS: dict = {}
 
 

@@ -13,7 +13,7 @@ from ..core import dtypes as D
 from ..core.ops import reduction_dtypes
 from ..core.ir import Port
 from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
-from .array import (HANDLED_FUNCTIONS, Array, _enqueue, astype, const_port, finish_out,
+from .array import (HANDLED_FUNCTIONS, UFUNC_CALLS, Array, _enqueue, astype, const_port, finish_out,
                     numpy_twin, twin_namespace,
                     normalize_axes, operand, record_map, record_reduce, reshape)
 from .array import _view, transpose
@@ -496,14 +496,5 @@ Array.imag = property(_p_imag)
 Array.conj = Array.conjugate = _m_conj
 Array.__complex__ = lambda self: complex(self._scalar("complex"))
 
-_array_ufunc = Array.__array_ufunc__
-
-
-def _array_ufunc_matmul(self, ufunc, method, *inputs, **kwargs):
-    """``ndarray @ Array`` reaches NumPy's matmul ufunc: record the intrinsic."""
-    if ufunc is np.matmul and method == "__call__" and not kwargs and len(inputs) == 2:
-        return _matmul(inputs[0], inputs[1], callsite())
-    return _array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-
-Array.__array_ufunc__ = _array_ufunc_matmul
+# ``ndarray @ Array`` reaches NumPy's matmul ufunc: Array.__array_ufunc__ records the intrinsic
+UFUNC_CALLS[np.matmul] = lambda a, b: _matmul(a, b, callsite())

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import dtypes as D
 from ..core.ops import OPS, REDUCTIONS, reduction_dtypes
 from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, record_error
-from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, _NoValue, _as_array, _const, _mask,
+from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, UFUNC_CALLS, Array, _NoValue, _as_array, _const, _mask,
                     astype as _astype, broadcast_to as _broadcast_to, canonical_dtype,
                     finish_out, normalize_axes, operand, record_map, record_reduce,
                     record_unary, reduce_kw, reshape as _reshape, transpose as _transpose,
@@ -335,4 +335,6 @@ twin_namespace(_g, __all__, np)
 for _name, _op in OPS.items():
     if _op.ufunc is not None and _name in _g:
         HANDLED_UFUNCS[_name] = _g[_name]
+        if isinstance(getattr(np, _op.ufunc, None), np.ufunc):
+            UFUNC_CALLS[getattr(np, _op.ufunc)] = _g[_name]
 HANDLED_FUNCTIONS["min"] = _g["min"]

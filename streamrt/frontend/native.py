@@ -19,7 +19,7 @@ from ..core.ops import OPS, UFUNC_TO_OP
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 4     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 5     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -70,7 +70,11 @@ def install(enqueue_plain):
         "refs": {n: o.ref for n, o in OPS.items() if o.kind == "map" and not o.counter},
         "ufunc_ops": {getattr(np, u): n for u, n in UFUNC_TO_OP.items()
                       if isinstance(getattr(np, u, None), np.ufunc)},
-        "supported": set(D.SUPPORTED_SET), "materialize": array._materialize})
+        "supported": set(D.SUPPORTED_SET), "materialize": array._materialize,
+        # float in, the same float out: a dying operand's buffer may take the result
+        "elidable": {"add", "subtract", "multiply", "divide", "power", "negative",
+                     "maximum", "minimum", "sqrt", "exp", "log", "sin", "cos", "tanh",
+                     "absolute", "square", "reciprocal"}})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)

@@ -133,7 +133,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             nk = sum(1 for p in seq.programs if p.kind == "kernel")
             print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
                   f"programs ({nk} kernels)", file=sys.stderr)
-        dispatch(seq, executor, inline=reason in ("read", "sync"))
+        dispatch(seq, executor, inline=reason in ("read", "sync", "write"))
         return seq
 
 
@@ -216,17 +216,18 @@ def dispatch(seq, executor, inline=False):
         return
     f = flow()
     es = es_mod.get(f)
-    # (a read run by the NumPy interpreter -- the cold tier, or STREAMRT_BACKEND=reference --
-    # runs here whatever its size: NumPy would not use the executor thread's cores any
-    # better, and a script's first small computation then starts no runtime thread, one of
-    # the costs of a cold start)
+    # (a read run by the NumPy interpreter -- STREAMRT_BACKEND=reference, or CPU kernels
+    # that all run interpreted (the compiled tier) -- runs here whatever its size: NumPy
+    # would not use the executor thread's cores any better, and the hand-off to that thread
+    # and back costs a loop that reads every iteration more than its NumPy calls; decisions.md)
     # Numba kernels run inline only single-threaded: a parallel region started from this
     # thread would make libgomp a second thread team besides the executor thread's; with more
     # OpenMP threads than cores its workers stop spinning, and every parallel region of both
     # teams then waits on a futex wake (docs/decisions.md)
     if inline and settings.inline_elements and (
             executor.name == "reference"
-            or max(map(sequence.elements, seq.programs), default=0) <= inline_limit()) \
+            or max(map(sequence.elements, seq.programs), default=0) <= inline_limit()
+            or (executor.name == "cpu" and jit.none_ready(seq))) \
             and f.try_idle():
         try:
             es.run_inline(seq, executor)

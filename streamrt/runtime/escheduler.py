@@ -33,7 +33,7 @@ class EScheduler:
         # completion message (two thread hand-offs per dependent program saved)
         self.queued = {}
         # started by the first message: a script whose reads all run inline (small arrays, the
-        # cold tier) never starts it -- a thread start and its join at exit saved
+        # reference interpreter) never starts it -- a thread start and its join at exit saved
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
         self._start_lock = threading.Lock()
         self.launch_log = None     # tests may set a list: program launch order

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -80,9 +81,39 @@ def _discover(in_process=True):
     _devices = found
 
 
+DISCOVERY_TTL_S = 24 * 3600     # how long a discovery written to the cache directory holds
+
+
 def _devices_of_a_child():
     """ps.devices() as a child process finds them: importing pyopencl and building a probe
-    kernel take ~1 s of this process's GIL otherwise. [] if the child fails."""
+    kernel take ~1 s of this process's GIL otherwise. The answer is kept in the cache
+    directory for a day, for this interpreter on this machine: the child also takes a core
+    for that second, which a two-core machine's next processes should not pay again (a
+    device that went away since then fails to open, and placement drops it). [] if the
+    child fails."""
+    path = os.path.join(settings.cache_dir, "devices.json")
+    me = [sys.executable, os.uname().nodename, os.cpu_count(), os.environ.get("PYTHONPATH")]
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["for"] == me and 0 <= time.time() - saved["at"] < DISCOVERY_TTL_S:
+            return saved["devices"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    found = _ask_a_child()
+    if found:
+        try:
+            os.makedirs(settings.cache_dir, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"for": me, "at": time.time(), "devices": found}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return found
+
+
+def _ask_a_child():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
@@ -144,7 +175,6 @@ def reset(estimates=True, devices=False):
     global _devices, _discovery
     with _lock:
         _measured.clear()
-        _seen_cold.clear()
         _explored.clear()
         if estimates:
             _estimates.clear()
@@ -232,12 +262,6 @@ def choose(entries, kparts, max_elements):
         return registry.get(name), None
     # (the small-work check comes first: it spares small scripts the device discovery)
     small = _small_on_host(entries, settings.device_min_elements, max_elements)
-    if small and _cold(kparts):
-        stats.add("placements_interpreted")
-        if settings.debug >= 1:
-            print("[streamrt] placement: reference (a small trace seen for the first time, "
-                  "Numba not loaded yet)", file=sys.stderr)
-        return registry.get("reference"), None
     if small or not _available():
         stats.add("placements_cpu")
         if settings.debug >= 1:
@@ -278,26 +302,6 @@ def choose(entries, kparts, max_elements):
         with _lock:
             _devices[:] = [d for d in _devices if d[0] != best]
     return ex, (key, ex.name)
-
-
-_seen_cold: set = set()    # trace keys interpreted while the CPU executor was not loaded
-
-
-def _cold(kparts):
-    """The cold tier: until the CPU executor exists (importing Numba and loading or compiling a
-    kernel cost most of a second), a small trace seen for the first time runs on the NumPy
-    interpreter. A trace that comes back is hot and loads the CPU executor; from then on no
-    trace is interpreted."""
-    if not kparts or not settings.cold_interpret or registry.created("cpu"):
-        return False
-    k = keys.placement_key(kparts)
-    with _lock:
-        if k in _seen_cold:
-            return False
-        if len(_seen_cold) >= _MEASURED_MAX:
-            return False
-        _seen_cold.add(k)
-    return True
 
 
 EXPLORE_EVERY = 64      # runs of a trace on its best executor between re-measurements

@@ -12,10 +12,11 @@ import time
 import numpy as np
 
 from ...core import stats
+from ...core.ops import OPS
 from ...core.config import settings
-from ...core.ir import c_strides
+from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, kernel_scalar, ref_value, run_refop
+from ..base import Executor, kernel_scalar, loop_args, ref_value, run_refop
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -144,6 +145,39 @@ def _block_shape():
     return _BLOCK_SHAPE
 
 
+def _spare(p, dead):
+    """The buffer of a temporary dying at ``p`` that can take ``p``'s result, or None."""
+    shape = tuple(p.shape)
+    for i in dead:
+        v = i.value
+        if type(v) is np.ndarray and v.dtype == p.dtype and v.shape == shape and \
+                v.flags.c_contiguous and v.flags.writeable and v.base is None:
+            return v
+    return None
+
+
+def _ufunc_into(p, out):
+    """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
+    it is not such an op, or its operands are not all of its own dtype (the definition
+    computes in the loop dtype, then casts: run_refop)."""
+    if p.kind != "map":
+        return False
+    op = OPS[p.op]
+    uf = op.ref
+    if type(uf) is not np.ufunc or uf.nout != 1 or op.counter or p.loop_dtype != p.dtype:
+        return False
+    args = loop_args(p, [ref_value(i) for i in p.inputs])
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype != p.dtype:
+            return False
+    with np.errstate(all="ignore"):
+        try:
+            uf(*args, out=out)
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
 class CPUExecutor(Executor):
     name = "cpu"
 
@@ -187,7 +221,10 @@ class CPUExecutor(Executor):
         """Each op of the kernel through NumPy, in order (its reference definition), into the
         buffers the kernel would have written; a value the kernel keeps in registers is a
         temporary, dropped after its last use (as NumPy drops an expression's temporaries:
-        keeping them all made a 62-op kernel over 8 MB arrays fault 500 MB of new pages)."""
+        keeping them all made a 62-op kernel over 8 MB arrays fault 500 MB of new pages), and
+        an element-wise op writes into the buffer of a temporary that dies with it, or into
+        its output buffer (NumPy's elision of temporaries: a fresh 8 MB result faults its
+        pages in again each time)."""
         ops = prog.ops
         outs = {p.id for p in prog.outputs}
         mine = {p.id for p in ops}
@@ -195,20 +232,37 @@ class CPUExecutor(Executor):
         for n, p in enumerate(ops):
             for i in p.inputs:
                 last[i.id] = n
+        # a region write the kernel stores into its base's buffer ('alias') or into a copy of
+        # the base made outside the region ('copy'): its region is written, as the kernel
+        # would, not the whole base copied (the reference definition, intrinsics.update)
+        regions = set()
+        k = prog.kernel
+        for a in (k.stores if k is not None else ()):
+            if a.role in ("copy", "alias") and a.port.inputs[0].id not in mine:
+                prepare_region_write(a, self.alloc)
+                regions.add(a.port.id)
         for n, p in enumerate(ops):
-            r = run_refop(p, ref_value)
-            if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
-                    r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
-                        i.kind != "scalar" and np.may_share_memory(r, i.host_value())
-                        for i in p.inputs):
-                p.value = r
-            else:
-                if p.value is None:
-                    p.value = self.alloc(p.shape, p.dtype)
-                p.value[...] = r
-            for i in p.inputs:
-                if last.get(i.id) == n and i.id not in outs and i.id in mine:
-                    i.value = None
+            dead = [i for i in p.inputs
+                    if last.get(i.id) == n and i.id not in outs and i.id in mine]
+            if p.id in regions:
+                off, shape, st = p.params
+                strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
+            elif (into := p.value if p.value is not None else _spare(p, dead)) is None or \
+                    not _ufunc_into(p, into):
+                r = run_refop(p, ref_value)
+                if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
+                        r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
+                            i.kind != "scalar" and np.may_share_memory(r, i.host_value())
+                            for i in p.inputs):
+                    p.value = r
+                else:
+                    if p.value is None:
+                        p.value = self.alloc(p.shape, p.dtype)
+                    p.value[...] = r
+            elif p.value is None:
+                p.value = into
+            for i in dead:
+                i.value = None
 
     def describe(self, prog):
         """The kernel's argument types as _run_kernel passes them (jit.py's compile worker
@@ -234,10 +288,17 @@ class CPUExecutor(Executor):
         return tuple(d)
 
     def _run_scan(self, prog):
+        serial = prog.ops[-1].size <= settings.serial_elements
+        if jit.mode() == "off" or (jit.mode() == "background" and
+                                   not program_cache.compiled_on_disk(prog.source, serial)):
+            # the compiled tier does not build scans (their arguments are not a kernel's):
+            # NumPy runs them unless an earlier STREAMRT_JIT=sync run compiled this one
+            scan.run_reference(prog)
+            stats.add("kernels_interpreted")
+            return
         try:
             d = self.compile(prog)
-            program_cache.call(d, prog.ops[-1].size <= settings.serial_elements,
-                               scan.arguments(prog))
+            program_cache.call(d, serial, scan.arguments(prog))
         except Exception as e:  # noqa: BLE001
             if settings.debug >= 1:
                 print(f"[streamrt] scan kernel failed ({type(e).__name__}: {str(e)[:200]}); "

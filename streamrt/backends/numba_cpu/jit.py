@@ -8,8 +8,9 @@ process slowed the application thread 6.6x (docs/decisions.md).
 
 Cost model, per kernel variant: its interpreted runs so far took ``seconds``; as many runs
 are expected ahead (a loop that ran n times is likely to run about n more), each faster by the
-fused kernel's estimated speed-up; compiling pays when that saving exceeds twice what the
-switch costs this process (loading Numba the first time, loading the kernel). A variant whose
+fused kernel's estimated speed-up; compiling pays when that saving exceeds (STREAMRT_JIT_MARGIN
+times) what the switch costs this process: loading the kernel, and loading Numba until what all interpreted
+kernels together would have saved pays for that once. A variant whose
 compile failed stays interpreted, and that is remembered (a marker file beside the module)."""
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ MAX_KERNELS = 4096
 
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
+_saved_all = 0.0     # what compiled kernels would have saved over every interpreted run
 
 
 class _Variant:
@@ -82,6 +84,24 @@ def all_ready(seq) -> bool:
     return True
 
 
+def none_ready(seq) -> bool:
+    """Whether every kernel of program sequence ``seq`` would run interpreted now (no Numba
+    parallel region: it may run on any thread)."""
+    m = mode()
+    if m == "sync":
+        return False
+    lim = settings.serial_elements
+    with _lock:
+        for prog in seq.programs:
+            if prog.kind == "kernel" and (m == "background" and _variant(
+                    prog.source, prog.kernel.elements <= lim).state == READY):
+                return False
+            if prog.kind == "scan" and (m == "background" and program_cache.compiled_on_disk(
+                    prog.source, prog.ops[-1].size <= lim)):
+                return False            # (compiled before: executor._run_scan)
+    return True
+
+
 def speedup(prog, serial) -> float:
     """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
     memory passes it saves (one per op it fuses, up to 8), and the cores it uses."""
@@ -102,9 +122,14 @@ def interpreted(prog, serial, seconds, describe):
         v.seconds += seconds
         if v.state != COLD:
             return
+        global _saved_all
         s = speedup(prog, serial)
-        cost = KERNEL_LOAD_S + (0.0 if "numba" in sys.modules else NUMBA_LOAD_S)
         gain = v.seconds * (1.0 - 1.0 / s)
+        _saved_all += seconds * (1.0 - 1.0 / s)
+        # loading Numba is paid once per process: by what all kernels would have saved
+        numba_due = "numba" not in sys.modules and \
+            _saved_all < settings.jit_margin * NUMBA_LOAD_S
+        cost = KERNEL_LOAD_S + (NUMBA_LOAD_S if numba_due else 0.0)
         if gain < settings.jit_margin * cost and v.runs < settings.jit_runs:
             return
         v.state = QUEUED
@@ -150,8 +175,10 @@ def wait(timeout=None) -> bool:
 
 def reset():
     """Forget every kernel's state (ps.clear_caches)."""
+    global _saved_all
     with _lock:
         _states.clear()
+        _saved_all = 0.0
 
 
 # ---- the worker process ----------------------------------------------------------------------
@@ -260,7 +287,8 @@ def _service():
 # ---- progress on stderr --------------------------------------------------------------------
 class _Progress:
     """A status line on stderr while compiles are in flight for more than half a second
-    (STREAMRT_PROGRESS: auto -- only when stderr is a terminal --, on, off)."""
+    (STREAMRT_PROGRESS: auto -- only when stderr is a terminal --, on, off): rich's spinner on
+    a terminal; elsewhere (on) a line when compiling starts and one when it ends."""
 
     DELAY_S = 0.5
 
@@ -274,12 +302,7 @@ class _Progress:
         p = settings.progress
         if p == "off":
             return False
-        if p == "on":
-            return True
-        try:
-            return sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            return False
+        return p == "on" or _isatty()
 
     def update(self, n):
         with self.lock:
@@ -309,9 +332,43 @@ class _Progress:
         with self.lock:
             if not n or self.since is None or self.status is not None:
                 return
-            from rich.console import Console    # (~30 ms to import: on the first status line)
-            self.status = Console(stderr=True).status(self._text(n))
+            if _isatty():
+                from rich.console import Console    # (~30 ms to import: the first status)
+                self.status = Console(stderr=True).status(self._text(n))
+            else:
+                self.status = _PlainStatus(self._text(n), self.since)
             self.status.start()
+
+
+def _isatty():
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _PlainStatus:
+    """The status for a stderr that is not a terminal (a log): two lines, no animation."""
+
+    def __init__(self, text, since):
+        self.text, self.since, self.n = text, since, 0
+
+    def start(self):
+        self._line(self.text + " ...")
+
+    def update(self, text):
+        pass
+
+    def stop(self):
+        self._line(f"streamrt: background compiles done after "
+                   f"{time.perf_counter() - self.since:.1f} s")
+
+    @staticmethod
+    def _line(s):
+        try:
+            print(s, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
 
 
 def _stats(snapshot):

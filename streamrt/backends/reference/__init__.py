@@ -1,5 +1,5 @@
 """The reference backend: one op at a time with NumPy (the oracle of the tests and of the
-debugger; the cold tier's interpreter)."""
+debugger; the interpreter of STREAMRT_BACKEND=reference)."""
 from __future__ import annotations
 
 from ...core import dtypes as D

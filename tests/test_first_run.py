@@ -1,0 +1,66 @@
+"""A script's first run in a fresh process (an empty kernel cache, the default settings): its
+kernels run interpreted through NumPy while the compile worker builds them, so the script
+neither imports Numba nor waits for a compiler; large work too. Fresh processes, as the test
+session runs with the NumPy tier off and compiles on the launching thread."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from helpers import child_env
+
+CHILD = r"""
+import json, sys, threading
+import numpy as np
+import streamrt as ps
+n = int(sys.argv[1])
+x = np.linspace(-1, 1, n).astype(np.float32)
+a = ps.asarray(x)
+out = []
+for i in range(3):
+    r = float(ps.sum(ps.sin(a * 3.0) + a))
+    c = float(ps.cumsum(a * 2.0)[-1])          # a fused scan
+    st = ps.runtime_stats()
+    out.append({"r": r, "c": c, "numba": "numba" in sys.modules,
+                "threads": sorted(t.name for t in threading.enumerate()),
+                "stats": {k: st[k] for k in ("kernels_interpreted", "kernels_compiled",
+                                             "ops_eager", "compiles_requested")}})
+want = float(np.sum(np.sin(x * np.float32(3.0)) + x, dtype=np.float64))
+print(json.dumps({"runs": out, "want": want, "c": float(np.cumsum(x * np.float32(2.0))[-1])}))
+"""
+
+
+def _child(tmp_path, n, **env):
+    env.setdefault("STREAMRT_JIT", "background")
+    env.setdefault("STREAMRT_EAGER_ELEMENTS", "65536")       # the defaults
+    p = subprocess.run([sys.executable, "-c", CHILD, str(n)], env=child_env(tmp_path, **env),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_a_first_run_waits_for_no_compiler(tmp_path):
+    for n in (1000, 300_000):              # under and over STREAMRT_EAGER_ELEMENTS
+        res = _child(tmp_path / str(n), n)
+        first = res["runs"][0]
+        print(n, first)
+        assert not first["numba"]           # Numba is not even imported in the process
+        assert first["stats"]["kernels_compiled"] == 0
+        if n < 65536:
+            assert first["stats"]["ops_eager"] >= 3            # the NumPy tier ran it
+        else:
+            assert first["stats"]["kernels_interpreted"] >= 1  # the trace, interpreted
+        if n >= 65536:
+            # what runs interpreted is read on this thread: no hand-off to the scheduler's
+            assert "streamrt-escheduler" not in first["threads"], first["threads"]
+        for r in res["runs"]:
+            assert abs(r["r"] - res["want"]) <= 1e-5 * n, (r["r"], res["want"])
+            assert abs(r["c"] - res["c"]) <= 1e-4 * abs(res["c"]) + 1e-3, (r["c"], res["c"])
+
+
+def test_jit_off_compiles_at_the_first_run(tmp_path):
+    res = _child(tmp_path, 300_000, STREAMRT_JIT="sync")
+    first = res["runs"][0]
+    assert first["numba"] and first["stats"]["kernels_compiled"] >= 1
+    assert first["stats"]["kernels_interpreted"] == 0
