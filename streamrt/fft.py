@@ -1,11 +1,12 @@
-"""``ps.fft``: fft, ifft, rfft, irfft, fft2, ifft2, fftn, ifftn (NumPy's signatures, ``norm=``
-'backward' / 'ortho' / 'forward'), each one intrinsic (numpy.fft / pocketfft on the CPU,
+"""``ps.fft``: fft, ifft, rfft, irfft, hfft, ihfft, fft2, ifft2, fftn, ifftn, rfftn, irfftn
+(NumPy's signatures, ``norm=`` 'backward' / 'ortho' / 'forward'), each one intrinsic (numpy.fft / pocketfft on the CPU,
 cupy.fft / cuFFT on CUDA, a counted host round trip on OpenCL); fftfreq and rfftfreq are
 host constants. Dtypes are NumPy 2's: float32 and complex64 give complex64 (irfft: float32),
-everything else complex128 (float64). The element-wise work before and after a transform
+everything else complex128 (float64). fftshift and ifftshift are lazy rolls. The element-wise work before and after a transform
 (windowing, ``abs``, ``angle``, scaling) fuses into kernels around it."""
 from __future__ import annotations
 
+import builtins
 import functools
 
 import numpy as np
@@ -15,9 +16,10 @@ from .core.errors import (ArgumentError, DTypeError, ShapeError, callsite, recor
                           StreamrtAxisError)
 from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out, twin_namespace
 from .frontend.linalg import _intrinsic, _port, _wrap
+from .frontend.shape import roll as _roll
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "fftfreq",
-           "rfftfreq"]
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
+           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -33,7 +35,7 @@ def _check(name, p, norm, site):
     if norm not in _NORMS:
         raise record_error(ArgumentError, f'{name}: Invalid norm value {norm}; should be '
                            '"backward", "ortho" or "forward".', site)
-    if name.startswith("r") and p.dtype.kind == "c":
+    if name.startswith(("r", "ih")) and p.dtype.kind == "c":
         raise record_error(DTypeError, f"{name}: input must be real (got {p.dtype})", site)
     if not p.shape:
         raise record_error(ShapeError, f"{name}: input must be at least 1-dimensional", site)
@@ -54,7 +56,7 @@ def _one(name, a, n, axis, norm, site):
     if n is not None and (not isinstance(n, (int, np.integer)) or n < 1):
         raise record_error(ArgumentError, f"{name}: Invalid number of FFT data points ({n}) "
                            "specified.", site)
-    if name == "irfft":
+    if name in ("irfft", "hfft"):
         nn = int(n) if n is not None else 2 * (m - 1)
         if nn < 1:
             raise record_error(ArgumentError, f"{name}: Invalid number of FFT data points "
@@ -65,7 +67,7 @@ def _one(name, a, n, axis, norm, site):
         if nn < 1:          # an empty axis: NumPy's ValueError, at the call
             raise record_error(ValueError, f"{name}: Invalid number of FFT data points "
                                f"({nn}) specified.", site)
-        out_len = nn // 2 + 1 if name == "rfft" else nn
+        out_len = nn // 2 + 1 if name in ("rfft", "ihfft") else nn
     shape = p.shape[:ax] + (out_len,) + p.shape[ax + 1:]
     dt = _out_dtype(name, p.dtype)
     return _intrinsic("fft", dt, shape, (p,), (name, nn if n is not None else None, ax, norm),
@@ -117,8 +119,29 @@ def _multi(name, a, s, axes, norm, site):
         if shape[ax] < 1 and not name.startswith("irfft"):   # NumPy's ValueError, at the call
             raise record_error(ValueError, f"{name}: Invalid number of FFT data points "
                                f"({shape[ax]}) specified.", site)
+    if name == "rfftn" and axes:            # the last transformed axis: n//2 + 1 outputs
+        shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    elif name == "irfftn" and axes:          # ... and n (default 2*(m - 1)) real ones
+        shape[axes[-1]] = s[-1] if s is not None else 2 * (p.shape[axes[-1]] - 1)
+    if builtins.any(v < 1 for i, v in enumerate(shape) if i in axes):
+        raise record_error(ValueError, f"{name}: Invalid number of FFT data points "
+                           f"({tuple(shape[a] for a in axes)}) specified.", site)
     dt = _out_dtype(name, p.dtype)
     return _intrinsic("fft", dt, tuple(shape), (p,), (name, s, axes, norm), site)
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """Transform of a Hermitian-symmetric signal (its half, complex): n (default 2*(m-1)) real
+    outputs."""
+    site = callsite()
+    return finish_out("hfft", _one("hfft", a, n, axis, norm, site), out, True, "same_kind", site)
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """Inverse of hfft: the n//2 + 1 complex outputs of a real input."""
+    site = callsite()
+    return finish_out("ihfft", _one("ihfft", a, n, axis, norm, site), out, True, "same_kind",
+                      site)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
@@ -149,6 +172,44 @@ def ifftn(a, s=None, axes=None, norm=None, out=None):
                       site)
 
 
+def rfftn(a, s=None, axes=None, norm=None, out=None):
+    """N-D transform of a real input (the last transformed axis: n//2 + 1 outputs)."""
+    site = callsite()
+    return finish_out("rfftn", _multi("rfftn", a, s, axes, norm, site), out, True, "same_kind",
+                      site)
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None):
+    """Inverse of rfftn: real outputs (the last axis: s[-1], default 2*(m-1))."""
+    site = callsite()
+    return finish_out("irfftn", _multi("irfftn", a, s, axes, norm, site), out, True,
+                      "same_kind", site)
+
+
+def _shift(name, x, axes, sign, site):
+    p = _port(x, site)
+    nd = len(p.shape)
+    if axes is None:
+        axes = tuple(range(nd))
+    elif isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    axes = tuple(_axis(name, a, nd, site) for a in axes)
+    if not axes:
+        return _wrap(p)
+    shifts = tuple(sign * (p.shape[a] // 2) for a in axes)
+    return _roll(_wrap(p), shifts, axes)
+
+
+def fftshift(x, axes=None):
+    """Zero frequency to the centre: a roll by n//2 along ``axes`` (default all; lazy)."""
+    return _shift("fftshift", x, axes, 1, callsite())
+
+
+def ifftshift(x, axes=None):
+    """Inverse of fftshift: a roll by -(n//2) (lazy)."""
+    return _shift("ifftshift", x, axes, -1, callsite())
+
+
 def fftfreq(n, d=1.0, device=None):
     """Sample frequencies (a host constant)."""
     return _wrap(const_port(np.fft.fftfreq(n, d), callsite()))
@@ -159,7 +220,8 @@ def rfftfreq(n, d=1.0, device=None):
     return _wrap(const_port(np.fft.rfftfreq(n, d), callsite()))
 
 
-for _n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn"):
+for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
+           "rfftn", "irfftn", "fftshift", "ifftshift"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n
 twin_namespace(globals(), __all__, np.fft)      # the NumPy tier (frontend/array.py)

@@ -173,7 +173,8 @@ def test_namespace_surface():
     assert_same(xp.vecdot(x, x), np.sum(np.arange(6.0).reshape(2, 3) ** 2, axis=-1))
     info = xp.__array_namespace_info__()
     assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                                  "uint32", "uint64", "float32", "float64"}
+                                  "uint32", "uint64", "float32", "float64", "complex64",
+                                  "complex128"}
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
     with pytest.raises(ValueError):
         xp.asarray(np.arange(3), copy=False)
@@ -183,3 +184,171 @@ def test_namespace_surface():
     assert int(xp.sum(xp.asarray(np.array([200, 100], np.uint8)))) == 300
     with pytest.raises(TypeError):           # (DTypeError): no silent float16 -> float32
         xp.zeros(3, dtype=np.float16)
+
+
+COMPLEX = xps.complex_dtypes()
+
+
+def finite_complex(d):
+    return st.complex_numbers(max_magnitude=8.0, allow_nan=False, allow_infinity=False,
+                              width=d.itemsize * 8)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "acosh", "sign", "abs", "conj",
+                                  "real", "imag", "isnan", "square", "expm1"])
+@FAST
+@given(x=COMPLEX.flatmap(lambda d: arrays(d, SHAPES, elements=finite_complex(d))))
+def test_complex_unary_matches_array_api_strict(name, x):
+    """(finite, moderate values: the kernels' complex functions are not NumPy's, so results
+    agree to a tolerance relative to the largest magnitude)"""
+    exp = _call(getattr(sx, name), _strict(x))
+    assume(exp is not None)
+    g, e = np.asarray(getattr(xp, name)(x)), np.from_dlpack(exp)
+    assert g.dtype == e.dtype
+    tol = 1e-5 if g.dtype in (np.complex64, np.float32) else 1e-12
+    np.testing.assert_allclose(g, e, rtol=tol, atol=tol * max(1.0, np.abs(e).max()))
+
+
+@pytest.mark.parametrize("name", ["copysign", "signbit"])
+@FAST
+@given(dt=xps.floating_dtypes(), shape=SHAPES, data=st.data())
+def test_sign_bit_functions_match_array_api_strict(name, dt, shape, data):
+    x = data.draw(arrays(dt, shape), label="x")
+    args = (x,) if name == "signbit" else (x, data.draw(arrays(dt, shape[-1:]), label="y"))
+    exp = getattr(sx, name)(*map(_strict, args))
+    got = np.asarray(getattr(xp, name)(*args))
+    assert got.dtype == np.from_dlpack(exp).dtype
+    assert np.array_equal(got, np.from_dlpack(exp), equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(np.from_dlpack(exp)))
+
+
+def _spd(m):
+    """A symmetric positive-definite matrix from ``m`` (cholesky, eigh, solve)."""
+    return m @ m.T + m.shape[0] * np.eye(m.shape[0])
+
+
+LINALG = {
+    "det": lambda m, a: m.linalg.det(a),
+    "inv": lambda m, a: m.linalg.inv(a),
+    "cholesky": lambda m, a: m.linalg.cholesky(a, upper=True),
+    "eigvalsh": lambda m, a: m.linalg.eigvalsh(a),
+    "svdvals": lambda m, a: m.linalg.svdvals(a),
+    "solve": lambda m, a: m.linalg.solve(a, m.linalg.diagonal(a)[:, None]),
+    "slogdet": lambda m, a: m.linalg.slogdet(a).logabsdet,
+    "pinv": lambda m, a: m.linalg.pinv(a),
+    "matrix_rank": lambda m, a: m.linalg.matrix_rank(a),
+    "matrix_power": lambda m, a: m.linalg.matrix_power(a, 3),
+    "matrix_norm": lambda m, a: m.linalg.matrix_norm(a, ord=1, keepdims=True),
+    "vector_norm": lambda m, a: m.linalg.vector_norm(a, axis=0, ord=3),
+    "trace": lambda m, a: m.linalg.trace(a, offset=1),
+    "diagonal": lambda m, a: m.linalg.diagonal(a, offset=-1),
+    "cross": lambda m, a: m.linalg.cross(a, m.flip(a, axis=0), axis=-2),
+    "outer": lambda m, a: m.linalg.outer(a[0, ...], a[1, ...]),
+    "tensordot": lambda m, a: m.linalg.tensordot(a, a, axes=1),
+    "vecdot": lambda m, a: m.linalg.vecdot(a, a),
+    "matmul": lambda m, a: m.linalg.matmul(a, a),
+    "matrix_transpose": lambda m, a: m.linalg.matrix_transpose(a),
+    "qr": lambda m, a: m.abs(m.linalg.qr(a).R),
+    "eigh": lambda m, a: m.abs(m.linalg.eigh(a).eigenvectors),
+    "svd": lambda m, a: m.linalg.svd(a, full_matrices=False).S,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+@FAST
+@given(m=arrays(np.float64, (3, 3), elements={"min_value": -4, "max_value": 4,
+                                               "allow_nan": False, "allow_infinity": False}))
+def test_linalg_extension_matches_array_api_strict(name, m):
+    a = _spd(np.asarray(m))
+    exp = np.from_dlpack(LINALG[name](sx, sx.asarray(a)))
+    got = np.asarray(LINALG[name](xp, xp.asarray(a)))
+    assert got.dtype == exp.dtype and got.shape == exp.shape, (got.dtype, got.shape, exp.shape)
+    np.testing.assert_allclose(got, exp, rtol=1e-9, atol=1e-9)
+
+
+FFT = {
+    "fft": lambda m, a: m.fft.fft(a, n=5, norm="ortho"),
+    "ifft": lambda m, a: m.fft.ifft(a, axis=0),
+    "fftn": lambda m, a: m.fft.fftn(a, s=(2, 3), axes=(0, 1)),
+    "ifftn": lambda m, a: m.fft.ifftn(a, norm="forward"),
+    "rfft": lambda m, a: m.fft.rfft(m.real(a)),
+    "irfft": lambda m, a: m.fft.irfft(a, n=6),
+    "rfftn": lambda m, a: m.fft.rfftn(m.real(a)),
+    "irfftn": lambda m, a: m.fft.irfftn(a, s=(3, 4), axes=(0, 1)),
+    "hfft": lambda m, a: m.fft.hfft(a),
+    "ihfft": lambda m, a: m.fft.ihfft(m.imag(a), axis=0),
+    "fftshift": lambda m, a: m.fft.fftshift(a),
+    "ifftshift": lambda m, a: m.fft.ifftshift(a, axes=1),
+    "fftfreq": lambda m, a: m.fft.fftfreq(a.shape[1], d=0.5),
+    "rfftfreq": lambda m, a: m.fft.rfftfreq(a.shape[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FFT))
+@FAST
+@given(dt=COMPLEX, data=st.data())
+def test_fft_extension_matches_array_api_strict(name, dt, data):
+    a = data.draw(arrays(dt, (3, 4), elements=finite_complex(dt)))
+    exp = np.from_dlpack(FFT[name](sx, _strict(a)))
+    got = np.asarray(FFT[name](xp, a))
+    assert got.dtype == exp.dtype and got.shape == exp.shape, (got.dtype, got.shape, exp.shape)
+    tol = 1e-4 if got.dtype in (np.complex64, np.float32) else 1e-10
+    np.testing.assert_allclose(got, exp, rtol=tol, atol=tol)
+
+
+def test_dlpack_exchange_with_numpy():
+    x = xp.asarray(np.arange(6.0).reshape(2, 3))
+    y = x + 1                              # recorded, not run
+    assert x.__dlpack_device__() == (1, 0)
+    v = np.from_dlpack(x)                  # zero-copy: a read-only view of x's buffer
+    assert not v.flags.writeable
+    with pytest.raises(ValueError):
+        v[0, 0] = 100.0                    # ... so it cannot change y
+    assert_same(y, np.arange(6.0).reshape(2, 3) + 1)
+    assert np.shares_memory(v, np.from_dlpack(x))
+    w = np.from_dlpack(x, copy=True)       # the consumer's own copy
+    w[0, 0] = 100.0
+    assert x.numpy()[0, 0] == 0.0
+    c = x.__dlpack__()                     # a legacy consumer (no read-only flag): a copy
+    assert "dltensor" in repr(c)
+    with pytest.raises(BufferError):
+        x.__dlpack__(copy=False)
+    t = xp.asarray(np.arange(6.0).reshape(3, 2)).mT          # a strided view
+    assert_same(np.from_dlpack(t), np.arange(6.0).reshape(3, 2).T)
+    z = xp.from_dlpack(np.arange(4, dtype=np.int16))
+    assert z.dtype == xp.int16 and z.tolist() == [0, 1, 2, 3]
+    assert xp.from_dlpack(x) is x
+    with pytest.raises(BufferError):
+        xp.from_dlpack(np.arange(3.0), copy=False)
+    c64 = xp.asarray(np.array([1 + 2j], np.complex64))
+    assert np.from_dlpack(c64).dtype == np.complex64
+
+
+def test_namespace_2023_12_details():
+    f = xp.finfo(xp.float32)
+    assert all(type(getattr(f, k)) is float for k in ("eps", "max", "min", "smallest_normal"))
+    assert type(f.bits) is int and f.bits == 32 and f.dtype == xp.float32
+    assert xp.finfo(xp.complex64).dtype == xp.float32
+    i = xp.iinfo(xp.uint64)
+    assert type(i.max) is int and i.max == 2 ** 64 - 1 and i.min == 0 and i.bits == 64
+    assert xp.isdtype(xp.complex64, "complex floating") and xp.isdtype(xp.complex128, "numeric")
+    assert not xp.isdtype(xp.complex64, "real floating")
+    info = xp.__array_namespace_info__()
+    assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
+    assert info.default_dtypes()["complex floating"] == xp.complex128
+    x = xp.ones((2, 3))
+    assert type(xp.broadcast_arrays(x, xp.ones(3))) is list
+    assert xp.expand_dims(x, 1).shape == (2, 1, 3)
+    e = xp.cumulative_sum(xp.asarray(np.array([], np.int32)), axis=0, dtype=xp.int32,
+                          include_initial=True)
+    assert e.tolist() == [0] and e.dtype == xp.int32
+    p = xp.cumulative_prod(xp.ones((2, 0)), axis=1, include_initial=True)
+    assert p.shape == (2, 1)
+    a = xp.asarray(np.arange(8.0).reshape(2, 2, 2) + np.eye(2) * 5)
+    rt = xp.asarray(np.array([0.5, 1e-3]))              # an array rtol: one per matrix
+    assert_same(xp.linalg.pinv(a, rtol=rt), np.linalg.pinv(np.asarray(a), rtol=np.asarray(rt)))
+    assert_same(xp.linalg.matrix_rank(a, rtol=rt),
+                np.linalg.matrix_rank(np.asarray(a), rtol=np.asarray(rt)))
+    for n in ("int8", "uint8", "uint16", "uint32", "uint64"):
+        assert int(xp.asarray(7, dtype=getattr(xp, n))) == 7
+        assert [0, 1, 2][xp.asarray(2, dtype=getattr(xp, n))] == 2   # __index__

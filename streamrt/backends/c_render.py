@@ -326,6 +326,9 @@ C_OPS = {
     "isfinite": _by("true", "(({0}) - ({0}) == 0)", "true"),
     "arctan2": _math("atan2"),
     "hypot": _math("hypot"),
+    "copysign": _math("copysign"),
+    "signbit": _by(lambda d, dt, a: "false" if dt.kind == "u" else f"({a[0]} < 0)",
+                   lambda d, dt, a: f"(signbit({a[0]}) != 0)", "false"),
 }
 # counter-based RNG (rngcore.c_source): int64 key/counter parameters, the flat index appended
 for _g, _gen in enumerate(rngcore.GENERATORS):

@@ -126,6 +126,7 @@ for _n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "t
            "arcsinh", "arccosh", "arctanh"):
     _op(_n, "map", 1, f"np.{_n}({{0}})", cost=20, float_tol=True,
         aliases=(_n.replace("arc", "a"),) if _n.startswith("arc") else ())
+OPS["tanh"].numba = lambda dt, a: f"_ctanh({a[0]})" if dt.kind == "c" else f"np.tanh({a[0]})"
 
 
 def _erf_dtypes(operands):
@@ -152,6 +153,10 @@ _op("erf", "map", 1, "_erf_libm({0})", ufunc="erf", ref=_erf_ref, cost=30, float
     dtypes=_erf_dtypes)
 _op("arctan2", "map", 2, "np.arctan2({0}, {1})", cost=25, float_tol=True, aliases=("atan2",))
 _op("hypot", "map", 2, "np.hypot({0}, {1})", cost=10, float_tol=True)
+# ---- sign bits (NumPy's loops are float only: integer inputs compute in float64) --------------
+_op("copysign", "map", 2, "np.copysign({0}, {1})", cost=2)
+_op("signbit", "map", 1, by_dtype("({0} < 0)", "np.signbit({0})", "False", uint_t="False"),
+    loop="in")
 # ---- counter-based random numbers (streamrt/rngcore.py, streamrt/random.py) -----------------
 # No array inputs (arity 0): the inputs are int64 scalar kernel parameters -- key, counter base
 # (integers: also low and range) -- and the kernel appends the element's flat index, so the

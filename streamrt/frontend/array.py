@@ -1194,6 +1194,31 @@ class Array:
             raise ValueError(f"unsupported Array API version {api_version!r}")
         return hooks.array_namespace()
 
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of the computed value (evaluates the array). Zero-copy by default:
+        the capsule is flagged read-only (DLPack >= 1.0), so a consumer such as
+        ``np.from_dlpack`` gets a read-only view -- a write through it could otherwise change
+        recorded results that have not run yet. A consumer that cannot take the read-only flag
+        (``max_version`` None or < 1.0) gets a copy, unless ``copy=False`` (BufferError)."""
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"streamrt exports to the CPU only (kDLCPU, 0), not {dl_device}")
+        v = self.numpy()                        # read-only view of the computed buffer
+        legacy = max_version is None or tuple(max_version)[0] < 1
+        if copy or (legacy and copy is None):
+            v = v.copy()                        # the consumer's own, writable
+        elif legacy:
+            raise BufferError("streamrt arrays are exported read-only; this DLPack consumer "
+                              "(max_version < 1.0) cannot be told so and copy=False forbids "
+                              "a copy")
+        if legacy:
+            return v.__dlpack__(stream=stream)  # (the writable copy)
+        return v.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                            copy=False)
+
+    def __dlpack_device__(self, /):
+        """(kDLCPU, 0): the exported buffer is the host copy-out of the value."""
+        return (1, 0)
+
     @property
     def device(self):
         return "cpu"

@@ -15,7 +15,7 @@ from numba import njit
 
 __all__ = ["_ifloordiv", "_imod", "_ffloordiv", "_fmod", "_ipow", "_irecip", "_isign", "_fsign",
            "_shl", "_shr", "_erf_libm", "_ufloordiv", "_umod", "_upow", "_urecip", "_ushl",
-           "_ushr"]
+           "_ushr", "_ctanh"]
 
 from .rng import *  # noqa: E402,F401,F403 - counter-based RNG helpers
 from .rng import __all__ as _rng_all  # noqa: E402
@@ -115,6 +115,31 @@ def _fsign(a):
     if a < 0:
         return -1.0
     return a   # 0 -> 0, nan -> nan
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _ctanh(z):
+    """Complex tanh by Kahan's formulation (FreeBSD's ctanh): Numba's own overflows to nan
+    for |Re z| > ~350 and rounds Re above 1 for moderate ones. Non-finite parts: C99's
+    special values (the Array API's), which Numba's misses for an infinite real part."""
+    x = z.real
+    y = z.imag
+    if math.isnan(x):
+        return complex(x, y if y == 0.0 else x)
+    if math.isinf(x):
+        im = math.sin(y) * math.cos(y) if math.isfinite(y) else y
+        return complex(math.copysign(1.0, x), math.copysign(0.0, im))
+    if not math.isfinite(y):            # finite x: NaN + NaN j (x = +-0: +-0 + NaN j)
+        return complex(x if x == 0.0 else y - y, y - y)
+    if abs(x) >= 22.0:                  # tanh(x) is +-1 to double precision
+        return complex(math.copysign(1.0, x),
+                       4.0 * math.sin(y) * math.cos(y) * math.exp(-2.0 * abs(x)))
+    t = math.tan(y)
+    beta = 1.0 + t * t
+    sh = math.sinh(x)
+    rho = math.sqrt(1.0 + sh * sh)
+    den = 1.0 + beta * sh * sh
+    return complex(beta * rho * sh / den, t / den)
 
 
 @njit(inline="always", cache=True, error_model="numpy")

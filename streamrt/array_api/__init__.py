@@ -5,10 +5,12 @@ streamrt's own (lazy and fused); the differences from streamrt's NumPy-style nam
 standard's signatures (``concat``, ``permute_dims``, ``squeeze(x, axis)``,
 ``std(correction=)``, keyword ``device=``) and its rules (``astype`` never changes the
 device, ``unique_*`` return named tuples). Dtypes: bool, int8, int16, int32, int64, uint8,
-uint16, uint32, uint64, float32, float64 (streamrt's complex dtypes are accepted but not
-listed by ``__array_namespace_info__``). Functions whose result
-shape depends on the data (``nonzero``, ``unique_*``, ``searchsorted``) evaluate their input.
-Not provided: ``copysign``, ``signbit``, ``nextafter`` (no kernel op yet) and ``from_dlpack``."""
+uint16, uint32, uint64, float32, float64, complex64, complex128. The extensions ``xp.linalg``
+and ``xp.fft`` (array_api/linalg.py, array_api/fft.py) are ``ps.linalg`` and ``ps.fft`` under
+the standard's signatures. DLPack both ways (``from_dlpack``; ``Array.__dlpack__``). Functions
+whose result shape depends on the data (``nonzero``, ``unique_*``, ``searchsorted``) and the
+host intrinsics (``sort``/``argsort`` descending, ``cumulative_sum``/``cumulative_prod``,
+``searchsorted``) evaluate their input and compute through NumPy."""
 from __future__ import annotations
 
 import builtins
@@ -17,10 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .core import dtypes as D
-from .core.errors import ArgumentError, DTypeError, callsite, record_error
-from .frontend import creation as _c, linalg as _l, math as _m, shape as _s
-from .frontend.array import Array, astype as _astype, record_map, record_reduce
+from ..core import dtypes as D
+from ..core.errors import ArgumentError, DTypeError, callsite, record_error
+from ..frontend import creation as _c, linalg as _l, math as _m, shape as _s
+from ..frontend.array import Array, astype as _astype, record_map, record_reduce
+from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 
 __array_api_version__ = "2023.12"
 
@@ -28,12 +31,14 @@ bool = D.bool_  # noqa: A001
 int8, int16, int32, int64 = D.int8, D.int16, D.int32, D.int64
 uint8, uint16, uint32, uint64 = D.uint8, D.uint16, D.uint32, D.uint64
 float32, float64 = D.float32, D.float64
+complex64, complex128 = D.complex64, D.complex128
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 newaxis = None
 
 _DTYPES = {"bool": bool, "int8": int8, "int16": int16, "int32": int32, "int64": int64,
            "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
-           "float32": float32, "float64": float64}
+           "float32": float32, "float64": float64, "complex64": complex64,
+           "complex128": complex128}
 
 
 def _dev(device, site=None):
@@ -57,13 +62,13 @@ def _dt(dtype, site=None):
 
 # ---- element-wise functions (the names the standard uses) ---------------------------------------
 _ELEMENTWISE = ["abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
-                "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
+                "bitwise_and", "copysign", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
                 "bitwise_right_shift", "bitwise_xor", "ceil", "cos", "cosh", "divide", "equal",
                 "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot",
                 "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p",
                 "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
                 "minimum", "multiply", "negative", "not_equal", "positive", "pow", "reciprocal",
-                "remainder", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh",
+                "remainder", "sign", "signbit", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh",
                 "trunc"]
 _g = globals()
 for _n in _ELEMENTWISE:
@@ -216,12 +221,33 @@ def can_cast(from_, to, /):
         f.kind in "iu" and np.dtype(to).kind == "b")
 
 
+class finfo_object(NamedTuple):
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+class iinfo_object(NamedTuple):
+    bits: int
+    max: int
+    min: int
+    dtype: np.dtype
+
+
 def finfo(type, /):  # noqa: A002
-    return np.finfo(type.dtype if isinstance(type, Array) else type)
+    """The standard's fields as Python numbers (NumPy's are NumPy scalars); for a complex
+    dtype, those of its real component dtype."""
+    f = np.finfo(type.dtype if isinstance(type, Array) else type)
+    return finfo_object(int(f.bits), float(f.eps), float(f.max), float(f.min),
+                        float(f.smallest_normal), f.dtype)
 
 
 def iinfo(type, /):  # noqa: A002
-    return np.iinfo(type.dtype if isinstance(type, Array) else type)
+    i = np.iinfo(type.dtype if isinstance(type, Array) else type)
+    return iinfo_object(int(i.bits), int(i.max), int(i.min), i.dtype)
 
 
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
@@ -245,13 +271,17 @@ def result_type(*arrays_and_dtypes):
 
 
 # ---- manipulation ------------------------------------------------------------------------------------
-broadcast_arrays = _s.broadcast_arrays
 broadcast_to = _m.broadcast_to
 flip = _s.flip
 moveaxis = _s.moveaxis
 permute_dims = _m.permute_dims
 roll = _s.roll
 stack = _s.stack
+
+
+def broadcast_arrays(*arrays):
+    """A list (the standard's type; ``ps.broadcast_arrays`` returns a tuple, as NumPy)."""
+    return list(_s.broadcast_arrays(*arrays))
 
 
 def broadcast_shapes(*shapes):
@@ -262,7 +292,7 @@ def concat(arrays, /, *, axis=0):
     return _s.concatenate(arrays, axis=axis)
 
 
-def expand_dims(x, /, *, axis=0):
+def expand_dims(x, /, axis=0):
     return _s.expand_dims(x, axis)
 
 
@@ -406,9 +436,9 @@ def sort(x, /, *, axis=-1, descending=False, stable=True):
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
     if not descending:
         return _l.argsort(x, axis=axis, stable=stable)
-    h = x.numpy()
-    r = np.argsort(-h if descending and h.dtype != np.bool_ else h, axis=axis, kind="stable") \
-        if not (descending and h.dtype == np.bool_) else np.argsort(~h, axis=axis, kind="stable")
+    h = x.numpy()                  # descending and stable: ascending over the flipped array,
+    n = h.shape[axis]              # flipped back (no negation: unsigned, minimum integers)
+    r = n - 1 - np.flip(np.argsort(np.flip(h, axis), axis=axis, kind="stable"), axis)
     return _c.asarray(r.astype(np.int64))
 
 
@@ -416,6 +446,13 @@ def _scan_dtype(d):
     """The standard's default accumulation dtype: bool and signed integers the default
     integer dtype, unsigned ones the unsigned integer of its width (uint64)."""
     return np.int64 if d.kind in "bi" else np.uint64 if d.kind == "u" else d
+
+
+def _prepend(r, value, axis):
+    """``r`` with one slice of ``value`` before it along ``axis`` (also on an empty axis)."""
+    shape = list(r.shape)
+    shape[axis] = 1
+    return np.concatenate([np.full(shape, value, r.dtype), r], axis=axis)
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
@@ -428,7 +465,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
         axis = 0
     r = np.cumsum(h, axis=axis, dtype=_dt(dtype, site) or _scan_dtype(h.dtype))
     if include_initial:
-        r = np.concatenate([np.zeros_like(np.take(r, [0], axis=axis)), r], axis=axis)
+        r = _prepend(r, 0, axis)
     return _c.asarray(r)
 
 
@@ -438,7 +475,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     axis = 0 if axis is None else axis
     r = np.cumprod(h, axis=axis, dtype=_dt(dtype, site) or _scan_dtype(h.dtype))
     if include_initial:
-        r = np.concatenate([np.ones_like(np.take(r, [0], axis=axis)), r], axis=axis)
+        r = _prepend(r, 1, axis)
     return _c.asarray(r)
 
 
@@ -497,6 +534,25 @@ def unique_all(x, /):
     return UniqueAllResult(v, i, _m.reshape(inv, x.shape), c)
 
 
+# ---- DLPack ------------------------------------------------------------------------------------
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array from any DLPack producer (NumPy, PyTorch, JAX, CuPy's host arrays ...). A
+    streamrt Array is returned as it is (``copy=True``: a recorded copy). Foreign memory is
+    copied once, on record (as ``asarray``): a later write by the producer must not change
+    recorded work that has not run yet, so ``copy=False`` raises BufferError."""
+    site = callsite()
+    _dev(device, site)
+    if isinstance(x, Array):
+        return _astype(x, x.dtype, site=site) if copy else x
+    if copy is False:
+        raise record_error(BufferError, "from_dlpack: copy=False, but a streamrt array never "
+                           "shares memory with a producer's buffer (recorded work must not "
+                           "change when the producer writes to it)", site)
+    h = np.from_dlpack(x)
+    _dt(h.dtype, site)
+    return _c.asarray(h)
+
+
 # ---- inspection ----------------------------------------------------------------------------------
 class _Info:
     def capabilities(self):
@@ -510,7 +566,7 @@ class _Info:
         return ["cpu"]
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": float64, "complex floating": None, "integral": int64,
+        return {"real floating": float64, "complex floating": complex128, "integral": int64,
                 "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None):
