@@ -5,8 +5,18 @@ import threading
 import weakref
 from collections import Counter
 
+from . import atfork
+
 _lock = threading.Lock()
 _c: Counter = Counter()
+
+
+def _after_fork():
+    global _lock
+    _lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels_launched",
         "intrinsics_launched", "sequences_submitted", "flushes", "bytes_allocated",

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from ..core import hooks, keys, stats
+from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
 from ..core.errors import MacroError, callsite, record_error
 from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
@@ -31,6 +31,26 @@ def flow() -> Flow:
         if _flow is None:
             _flow = Flow(settings.max_inflight)
         return _flow
+
+
+def _before_fork():
+    """Drain the pipeline before a fork: the child has no E-Scheduler or executor thread to
+    finish what is in flight, so it gets every submitted result computed (a fork from a
+    runtime thread itself does not wait: it would wait for itself)."""
+    f = _flow
+    if f is None or threading.current_thread().name.startswith("streamrt-"):
+        return
+    with f.cond:
+        f.cond.wait_for(lambda: f.inflight == 0, timeout=600)
+
+
+def _after_fork():
+    global _flow, _flow_lock
+    _flow_lock = threading.Lock()
+    _flow = None
+
+
+atfork.register(_after_fork, before=_before_fork)
 
 
 def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False):

@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 
-from ..core import hooks, stats
+from ..core import atfork, hooks, stats
 from ..core.errors import ExecutionError
 from ..core.ir import DONE, FAILED, SUBMITTED
 from ..backends import registry
@@ -127,7 +127,7 @@ class EScheduler:
         return err
 
     def stop(self):
-        if self.thread.is_alive():
+        if self.thread is not None and self.thread.is_alive():
             self.q.put(("stop",))
             self.thread.join(timeout=10)
 
@@ -251,8 +251,22 @@ def get(flow=None) -> EScheduler:
     with _lock:
         if _instance is None:
             _instance = EScheduler(flow)
+            atexit.unregister(shutdown)     # (once: a forked child makes a new instance)
             atexit.register(shutdown)
         return _instance
+
+
+def _after_fork():
+    """A forked child has no E-Scheduler thread: a new scheduler (thread, queue, pending
+    table, locks) is made by the next submission."""
+    global _instance, _lock
+    _lock = threading.Lock()
+    if _instance is not None:
+        _instance.thread = None         # (its stop() at exit: nothing to join)
+    _instance = None
+
+
+atfork.register(_after_fork)
 
 
 def shutdown():

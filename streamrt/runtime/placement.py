@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from ..core import keys, stats
+from ..core import atfork, keys, stats
 from ..core.config import settings
 from ..core.ir import DONE
 from ..compiler.sequence import cost
@@ -110,6 +110,18 @@ def _available():
                                           name="streamrt-device-discovery")
             _discovery.start()
     return []
+
+
+def _after_fork():
+    """A discovery the parent had not finished (its thread and child process are the
+    parent's) starts again when the child next asks; its locks are new."""
+    global _lock, _discovery
+    _lock = threading.Lock()
+    if _devices is None:
+        _discovery = None
+
+
+atfork.register(_after_fork)
 
 
 def estimate(name):

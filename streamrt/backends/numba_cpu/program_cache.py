@@ -21,12 +21,20 @@ import time
 
 from cachetools import LRUCache
 
-from ...core import config, hooks, keys, stats
+from ...core import atfork, config, hooks, keys, stats
 
 _mem = LRUCache(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)
 _lock = threading.Lock()
 _counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}
+
+
+def _after_fork():
+    global _lock
+    _lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 
 class Kernels:
