@@ -13,9 +13,10 @@ import numpy as _np
 from .core import config, hooks
 from .core.dtypes import (bool_, complex64, complex128, float32, float64, int8,  # noqa: F401
                           int16, int32, int64, uint8, uint16, uint32, uint64)
-from .core.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
-                          LinAlgError, MacroError, ShapeError, StreamrtAxisError, StreamrtError,
-                          StreamrtIndexError, StreamrtOverflowError, callsite)
+from .core.errors import (ArgumentError, CancelledError, DTypeError, ExecutionError,  # noqa: F401
+                          FallbackError, LinAlgError, MacroError, ShapeError,
+                          StreamrtAxisError, StreamrtError, StreamrtIndexError,
+                          StreamrtOverflowError, callsite)
 from .core.ir import NEW
 from .core.stats import reset_stats, runtime_stats  # noqa: F401
 from .backends import device_cache

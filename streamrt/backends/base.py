@@ -216,8 +216,12 @@ class Executor:
             if done and (len(done) >= 64 or elements(prog) > settings.inline_elements):
                 _report(done)           # nobody waits behind a long program for these
                 done = []
-            # an input produced by a program queued before this one that failed: not run
+            # an input produced by a program queued before this one that failed: not run;
+            # a program of a cancelled sequence (a read interrupted by Ctrl-C): not run
             err = next((d.error for d in prog.deps() if d.error is not None), None)
+            seq = getattr(prog, "seq", None)
+            if err is None and seq is not None and seq.cancelled is not None:
+                err = seq.cancelled
             t0 = time.perf_counter()
             if err is None:
                 try:
