@@ -90,12 +90,14 @@ def hint_read(*arrays):
 def clear_caches(disk: bool = False):
     """Empty the trace, macro and in-memory program caches, and the device executors' compiled
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
-    device compilers' caches included)."""
+    device compilers' caches included, except one a live compiler uses -- PoCL's, while this or
+    another process has an OpenCL context: deleting it under PoCL aborted the process).
+    Returns the device cache directories kept."""
     sync()
     trace_cache.get().clear()
     macro_cache.get().clear()
     program_cache.clear_memory(disk=disk)
-    device_cache.clear(disk=disk)
+    return device_cache.clear(disk=disk)
 
 
 def cache_info() -> dict:

@@ -10,7 +10,7 @@ import threading
 import warnings
 
 from ...core.config import cache_dir, settings
-from ..device import BuildError, DeviceExecutor
+from ..device import BuildError, DeviceExecutor, hold_cache_dir
 
 _BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
@@ -75,6 +75,8 @@ def _import():
     with _imp_lock:
         if _cl is None:
             base = os.path.dirname(_setup_env())
+            # PoCL's cache folder is in use from now on: clear_caches must leave it alone
+            hold_cache_dir(os.environ["POCL_CACHE_DIR"])
             old = os.environ.get("XDG_CACHE_HOME")
             os.environ["XDG_CACHE_HOME"] = base
             try:
