@@ -68,7 +68,7 @@ def cache_dir_unused(path):
         yield True
         return
     try:
-        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path + ".lock", os.O_RDWR)     # (no lock file: never held)
     except OSError:
         yield True
         return

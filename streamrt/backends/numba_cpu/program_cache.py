@@ -47,20 +47,53 @@ class Kernels:
 
 
 def _write_atomic(path, text):
+    """Write ``path`` whole or not at all (a temporary file, then a rename), mode 0600
+    whatever the umask: a reader -- another process sharing the directory -- never sees a
+    partial file."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            fd = None
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def private(path):
+    """Numba's own cache files of module ``path`` (written with the umask's mode) made 0600,
+    their folder 0700."""
+    folder = os.path.join(os.path.dirname(path), "__pycache__")
+    try:
+        os.chmod(folder, 0o700)
+    except OSError:
+        return
+    for f in _numba_files(path):
+        try:
+            os.chmod(f, 0o600)
+        except OSError:
+            pass
 
 
 def module_text(source: str, fn: str) -> str:
-    """The module written to disk: the parallel kernel and its serial twin."""
+    """The module written to disk: a first line naming the versions it is built with (the
+    file is compared whole with this text before it is loaded: a different source or
+    version is never trusted), the parallel kernel and its serial twin."""
     head, sep, body = source.partition(f"def {fn}(")
     # (a serial call may come from any thread -- a Dask worker's, the application's -- where
     # numba.get_thread_id() is not a team index: the one scratch row of a blocked reduction)
     serial = body.replace("prange(", "range(").replace("get_thread_id()", "0")
     sdeco = "@njit(nogil=True, cache=True, error_model='numpy')"
-    return f"{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
+    stamp = f"# streamrt kernel module; {keys.compiler_versions()}\n"
+    return f"{stamp}{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
 
 
 def _numba_files(path):
@@ -115,7 +148,7 @@ def _write_module(key, source, fn):
     """The module file of ``source`` on disk (written, or checked and rewritten when it is not
     the text it should be); its path. (No import: Numba is not loaded here.)"""
     folder = os.path.join(config.cache_dir(), "numba")
-    os.makedirs(folder, exist_ok=True)
+    config.make_private_dir(folder)
     path = os.path.join(folder, f"k_{key}.py")
     text = module_text(source, fn)
     try:
@@ -230,6 +263,8 @@ def call(k: Kernels, serial: bool, args):
         with _slp():
             d(*args)
     dt = time.perf_counter() - t0
+    if not d.stats.cache_hits:
+        private(k.path)                 # (Numba wrote its cache files with the umask's mode)
     if not os.path.exists(k.path[:-3] + (".serial" if serial else ".parallel")):
         try:                             # (jit.py: this variant is in the disk cache)
             _write_atomic(k.path[:-3] + (".serial" if serial else ".parallel"), "")
@@ -305,8 +340,10 @@ def _fresh(stale):
 
 
 def cache_info() -> dict:
+    st = config.cache_status()
     return dict(_counters, memory_entries=len(_mem), memory_max=_mem.maxsize,
-                directory=os.path.join(config.cache_dir(), "numba"))
+                directory=os.path.join(st["directory"], "numba"), persistent=st["persistent"],
+                reason=st["reason"])
 
 
 def clear_memory(disk: bool = False):
