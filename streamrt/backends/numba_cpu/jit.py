@@ -80,7 +80,9 @@ def all_ready(seq) -> bool:
     """Whether every kernel of program sequence ``seq`` runs compiled now (a direct plan,
     runtime/direct.py, calls the kernels itself: only then may one be built)."""
     if mode() != "background":
-        return mode() == "sync"
+        return mode() == "sync" and not any(
+            prog.kind == "kernel" and program_cache.failed(prog.source) is not None
+            for prog in seq.programs)
     with _lock:
         for prog in seq.programs:
             if prog.kind == "kernel" and \

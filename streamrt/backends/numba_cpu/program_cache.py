@@ -39,11 +39,12 @@ atfork.register(_after_fork)
 
 class Kernels:
     """The two dispatchers of one generated module, and which of them have run once."""
-    __slots__ = ("parallel", "serial", "path", "key", "called")
+    __slots__ = ("parallel", "serial", "path", "key", "called", "source")
 
-    def __init__(self, parallel, serial, path, key):
+    def __init__(self, parallel, serial, path, key, source=None):
         self.parallel, self.serial, self.path, self.key = parallel, serial, path, key
         self.called = set()
+        self.source = source
 
 
 def _write_atomic(path, text):
@@ -194,12 +195,41 @@ def mark_compiled(source: str, serial: bool):
         pass
 
 
+_failed: dict = {}      # source -> why it does not compile (this process, and .failed markers)
+
+
+class CompileFailed(RuntimeError):
+    """A kernel whose compile failed before (in this process or, by its marker, an earlier
+    one): not compiled again; the executor splits it or evaluates it with NumPy."""
+
+
+def failed(source: str):
+    """Why ``source`` does not compile, or None (memory first, then its disk marker)."""
+    e = _failed.get(source)
+    if e is None and os.path.exists(_marker(source, "failed")):
+        try:
+            with open(_marker(source, "failed")) as f:
+                e = f.read() or "compile failed"
+        except (OSError, UnicodeDecodeError):
+            e = "compile failed"
+        _remember_failure(source, e)
+    return e
+
+
 def failed_marker(source: str) -> bool:
-    return os.path.exists(_marker(source, "failed"))
+    return failed(source) is not None
+
+
+def _remember_failure(source, error):
+    if len(_failed) > 4 * _mem.maxsize:
+        _failed.clear()
+    _failed[source] = str(error or "compile failed")
 
 
 def mark_failed(source: str, error: str):
-    """Remember that ``source`` does not compile (the next process interprets it at once)."""
+    """Remember that ``source`` does not compile, here and on disk (the next process
+    interprets or splits it at once)."""
+    _remember_failure(source, error)
     try:
         _write_atomic(_marker(source, "failed"), str(error or ""))
     except OSError:
@@ -212,6 +242,9 @@ def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
     if k is not None:
         stats.add("program_cache_memory_hits")
         return k
+    why = failed(source)
+    if why is not None:
+        raise CompileFailed(f"this kernel failed to compile before: {why}"[:500])
     key = keys.program_key("numba", device, source)
     with _lock:
         k = _mem.get(key)
@@ -232,7 +265,7 @@ def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
             _counters["rebuilt"] += 1
             _write_atomic(path, text)
             mod = _load(name, path)
-        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key)
+        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key, source)
         _mem[key] = k
         if len(_by_source) > 4 * _mem.maxsize:
             _by_source.clear()
@@ -252,6 +285,7 @@ def call(k: Kernels, serial: bool, args):
             d(*args)
     except Exception as e:  # noqa: BLE001
         if _is_compile_error(e):
+            _failed_call(k, e)
             raise
         stats.add("disk_cache_rejected")
         _discard_numba_cache(k)
@@ -260,8 +294,12 @@ def call(k: Kernels, serial: bool, args):
             k.serial = d
         else:
             k.parallel = d
-        with _slp():
-            d(*args)
+        try:
+            with _slp():
+                d(*args)
+        except Exception as e2:  # noqa: BLE001 - not the disk cache: the kernel fails
+            _failed_call(k, e2)
+            raise
     dt = time.perf_counter() - t0
     if not d.stats.cache_hits:
         private(k.path)                 # (Numba wrote its cache files with the umask's mode)
@@ -285,6 +323,18 @@ def call(k: Kernels, serial: bool, args):
     if prof is not None:
         prof.compile(t0, dt, level, f"k_{k.key}{'_serial' if serial else ''}")
     return None
+
+
+def _failed_call(k, e):
+    """A variant's first call failed to compile: remembered (memory and disk) and dropped
+    from the memory cache, so the next launch splits or falls back at once."""
+    stats.add("compile_failures")
+    src = k.source
+    if src is not None:
+        mark_failed(src, f"{type(e).__name__}: {str(e)[:1500]}")
+        _by_source.pop(src, None)
+    with _lock:
+        _mem.pop(k.key, None)
 
 
 def _freeze():
