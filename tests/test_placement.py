@@ -15,6 +15,10 @@ from streamrt.runtime import placement
 @pytest.fixture
 def auto():
     placement.reset()
+    if placement._devices is None:
+        # the discovery runs in a child on a thread of its own: until it is done no device is
+        # offered, and on a loaded machine that outlasted the first tests' decisions
+        placement.discover_now()
     with ps.config.override(backend="auto"):
         yield placement
     placement.reset()
