@@ -13,9 +13,10 @@ import numpy as _np
 from .core import config, hooks
 from .core.dtypes import (bool_, complex64, complex128, float32, float64, int8,  # noqa: F401
                           int16, int32, int64, uint8, uint16, uint32, uint64)
-from .core.errors import (ArgumentError, DTypeError, ExecutionError, FallbackError,  # noqa: F401
-                          LinAlgError, MacroError, ShapeError, StreamrtAxisError, StreamrtError,
-                          StreamrtIndexError, StreamrtOverflowError, callsite)
+from .core.errors import (ArgumentError, CancelledError, DTypeError, ExecutionError,  # noqa: F401
+                          FallbackError, LinAlgError, MacroError, ShapeError,
+                          StreamrtAxisError, StreamrtError, StreamrtIndexError,
+                          StreamrtOverflowError, callsite)
 from .core.ir import NEW
 from .core.stats import reset_stats, runtime_stats  # noqa: F401
 from .backends import device_cache
@@ -93,12 +94,14 @@ def hint_read(*arrays):
 def clear_caches(disk: bool = False):
     """Empty the trace, macro and in-memory program caches, and the device executors' compiled
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
-    device compilers' caches included)."""
+    device compilers' caches included, except one a live compiler uses -- PoCL's, while this or
+    another process has an OpenCL context: deleting it under PoCL aborted the process).
+    Returns the device cache directories kept."""
     sync()
     trace_cache.get().clear()
     macro_cache.get().clear()
     program_cache.clear_memory(disk=disk)
-    device_cache.clear(disk=disk)
+    return device_cache.clear(disk=disk)
 
 
 def cache_info() -> dict:

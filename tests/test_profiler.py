@@ -11,6 +11,8 @@ import pytest
 import streamrt as ps
 from streamrt.tools.profiler import report
 
+HERE = report._rel(__file__)        # (reports name files relative to the working directory)
+
 
 def _line():
     return inspect.currentframe().f_back.f_lineno
@@ -48,18 +50,18 @@ def test_weights_sum_to_one_and_point_at_the_fused_lines(run_file):
     for k in kernels:
         assert sum(k["weights"].values()) == pytest.approx(1.0)
         labels = {run.label(s) for s in k["weights"]}
-        assert labels == {f"{__file__}:{lines[n]}" for n in "abc"}
+        assert labels == {f"{HERE}:{lines[n]}" for n in "abc"}
     # the sin line has the most expensive op (sin): it gets the largest share
     w = {run.label(s): v for s, v in kernels[0]["weights"].items()}
-    assert max(w, key=w.get) == f"{__file__}:{lines['a']}"
+    assert max(w, key=w.get) == f"{HERE}:{lines['a']}"
 
 
 def test_calls_per_site_and_cache_events(run_file):
     path, lines = run_file
     run = report.Run(str(path))
     calls = {run.label(s): n for s, n in run.calls.items()}
-    assert calls[f"{__file__}:{lines['a']}"] == 3 * 3     # sin, *, + per iteration
-    assert calls[f"{__file__}:{lines['c']}"] == 3 * 2     # *, sum
+    assert calls[f"{HERE}:{lines['a']}"] == 3 * 3     # sin, *, + per iteration
+    assert calls[f"{HERE}:{lines['c']}"] == 3 * 2     # *, sum
     trace = [c for c in run.caches if c["cache"] == "trace"]
     assert [c["hit"] for c in trace] == [False, True, True]
 

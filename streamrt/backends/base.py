@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..core import dtypes as D, hooks, stats, config
+from ..core import atfork, dtypes as D, hooks, stats, config
 from ..core.config import settings
 from ..core.ops import OPS, REDUCTIONS, loop_operands
 from ..compiler.sequence import elements
@@ -68,6 +68,13 @@ class HostPool:
 
 
 host_pool = HostPool()
+
+
+def _pool_after_fork():
+    host_pool.lock = threading.Lock()
+
+
+atfork.register(_pool_after_fork)
 
 
 class Backend:
@@ -129,6 +136,14 @@ class Executor:
         self._thread = None
         self._lock = threading.Lock()
         self.run_lock = threading.Lock()   # one launch at a time (worker or inline caller)
+
+    def after_fork(self):
+        """In a forked child (core/atfork.py): the worker thread is gone and its locks may be
+        held by a thread that no longer exists."""
+        self._q = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self.run_lock = threading.Lock()
 
     # ---- memory --------------------------------------------------------------------------
     def alloc(self, shape, dtype):
@@ -201,8 +216,12 @@ class Executor:
             if done and (len(done) >= 64 or elements(prog) > settings.inline_elements):
                 _report(done)           # nobody waits behind a long program for these
                 done = []
-            # an input produced by a program queued before this one that failed: not run
+            # an input produced by a program queued before this one that failed: not run;
+            # a program of a cancelled sequence (a read interrupted by Ctrl-C): not run
             err = next((d.error for d in prog.deps() if d.error is not None), None)
+            seq = getattr(prog, "seq", None)
+            if err is None and seq is not None and seq.cancelled is not None:
+                err = seq.cancelled
             t0 = time.perf_counter()
             if err is None:
                 try:

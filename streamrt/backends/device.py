@@ -5,8 +5,10 @@ launch or allocation). opencl.py and cuda.py supply the device primitives."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import math
+import os
 import sys
 import threading
 import time
@@ -14,11 +16,71 @@ import weakref
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:         # (Windows: a directory is protected within the process only)
+    fcntl = None
+
 from ..core import hooks, stats
 from ..core.config import settings
 from .. import compiler
 from . import c_render as render_c
 from .base import Executor, ref_value, run_refop, scalar_value
+
+
+# ---- compiler cache directories in use ---------------------------------------------------
+# A device compiler may keep state about its cache directory for the life of the process
+# (PoCL creates its per-device folders once, at context creation: deleting them under a live
+# context made its next build abort the process). A process using such a directory holds a
+# shared lock on "<dir>.lock" while it lives; ps.clear_caches(disk=True), in this or another
+# process, deletes the directory only when it gets the lock exclusively.
+_held: dict = {}
+
+
+def hold_cache_dir(path):
+    """Mark compiler cache directory ``path`` in use by this process, for its lifetime."""
+    path = os.path.realpath(path)
+    if path in _held:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        _held[path] = None
+        return
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            pass
+    _held[path] = fd
+
+
+@contextlib.contextmanager
+def cache_dir_unused(path):
+    """Yields whether no process (this one included) holds ``path`` (hold_cache_dir); while
+    the block runs, none can start to."""
+    path = os.path.realpath(path)
+    if path in _held:
+        yield False
+        return
+    if fcntl is None:
+        yield True
+        return
+    try:
+        fd = os.open(path + ".lock", os.O_RDWR)     # (no lock file: never held)
+    except OSError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)          # (releases the lock)
 
 
 class BuildError(Exception):

@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 
 from ..core.config import cache_dir
+from ..core import stats
 from . import registry
-from .device import DeviceExecutor
+from .device import DeviceExecutor, cache_dir_unused
 
 # subdirectories of STREAMRT_CACHE_DIR holding compiled device programs (each backend's
 # ``cache_dirs``), and those only listed (``cache_listed``)
 DIRS = tuple(d for b in registry.BACKENDS.values() for d in b.cache_dirs)
+stats.declare("cache_dirs_kept")
 LISTED = DIRS + tuple(d for b in registry.BACKENDS.values() for d in b.cache_listed)
 
 
@@ -41,23 +43,35 @@ def info() -> dict:
         p = os.path.join(base, d)
         if os.path.isdir(p):
             files, nbytes = _size(p)
-            dirs[d] = {"path": p, "files": files, "bytes": nbytes}
+            with cache_dir_unused(p) as unused:
+                pass
+            dirs[d] = {"path": p, "files": files, "bytes": nbytes, "in_use": not unused}
     return {"memory_entries": {ex.name: len(ex._modules) for ex in _executors()},
             "directories": dirs}
 
 
-def clear(disk: bool = False) -> None:
+def clear(disk: bool = False) -> list:
     """Forget the compiled modules of every device executor; ``disk``: also delete the device
-    compilers' caches under STREAMRT_CACHE_DIR (never a directory outside it)."""
+    compilers' caches under STREAMRT_CACHE_DIR (never a directory outside it), except those a
+    live compiler in this or another process holds (``device.hold_cache_dir``: PoCL's).
+    Returns the directories kept."""
     for ex in _executors():
         with ex._lock:
             ex._modules.clear()
             ex._kcache.clear()
+    kept = []
     if disk:
         base = os.path.realpath(cache_dir())
         for d in DIRS:
             p = os.path.realpath(os.path.join(base, d))
             if p.startswith(base + os.sep) and os.path.isdir(p):
-                import shutil       # (~1.5 ms of import streamrt: only to delete)
-                shutil.rmtree(p, ignore_errors=True)
-                os.makedirs(p, exist_ok=True)
+                with cache_dir_unused(p) as unused:
+                    if not unused:      # a live compiler (PoCL) uses it: deleting it under
+                        kept.append(d)  # the compiler aborted the process
+                        continue
+                    import shutil       # (~1.5 ms of import streamrt: only to delete)
+                    shutil.rmtree(p, ignore_errors=True)
+                    os.makedirs(p, exist_ok=True)
+        if kept:
+            stats.add("cache_dirs_kept", len(kept))
+    return kept

@@ -5,11 +5,20 @@ from __future__ import annotations
 import sys
 import threading
 
+from ..core import atfork
 from ..core.config import settings
 from . import registry
 
 _lock = threading.Lock()
 _found = None
+
+
+def _after_fork():
+    global _lock
+    _lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 
 def devices(refresh=False):

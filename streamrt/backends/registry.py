@@ -6,7 +6,7 @@ import functools
 import threading
 import warnings
 
-from ..core import stats
+from ..core import atfork, stats
 from ..core.config import settings
 from . import cuda, numba_cpu, opencl, reference
 
@@ -63,6 +63,22 @@ def get(name=None):
             _instances[name] = ex
             _device = _device or ex.backend.device
         return ex
+
+
+def _after_fork():
+    """The child's executors: new queues and locks, no worker thread (started again by the
+    next submission); a device executor's context belongs to the parent: dropped, the next
+    use opens a new one."""
+    global _lock
+    _lock = threading.Lock()
+    for name, ex in list(_instances.items()):
+        if ex.backend.device:
+            del _instances[name]
+        else:
+            ex.after_fork()
+
+
+atfork.register(_after_fork)
 
 
 def created(name):

@@ -76,7 +76,8 @@ def weights(ops):
 
 
 class ProgramSequence:
-    __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing", "transient")
+    __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing", "transient",
+                 "owner", "cancelled")
 
     def __init__(self, programs, dead, groups=None):
         self.programs = programs
@@ -86,6 +87,8 @@ class ProgramSequence:
         self.on_done = None
         self.timing = None          # scheduler/placement.py: run time of an auto-placed sequence
         self.transient = None       # {port id: [port, readers left]} (see mark_transient)
+        self.owner = None           # the thread that submitted it (its ident)
+        self.cancelled = None       # the CancelledError its programs not started yet get
 
     def mark_transient(self):
         """Called at the flush, while the work queue is locked: the buffers this sequence

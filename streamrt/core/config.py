@@ -1,9 +1,11 @@
 """Settings: every STREAMRT_* environment flag in one place, each also usable as a context manager."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
+import warnings
 import weakref
 from typing import Any
 
@@ -223,14 +225,81 @@ def override(**kw):
             f()
 
 
+_resolved: dict = {}     # STREAMRT_CACHE_DIR as set -> (directory used, why not it, or None)
+
+
 def cache_dir() -> str:
-    """STREAMRT_CACHE_DIR, or the user's cache directory (platformdirs) + ``streamrt``."""
+    """The kernel cache directory: STREAMRT_CACHE_DIR, or the user's cache directory
+    (platformdirs) + ``streamrt``; created private (0700). One that cannot be used -- not
+    creatable, not writable, another user's, or writable by others (its Numba cache files
+    are pickles: whoever can write them runs code in this process) -- is replaced, with a
+    warning once, by a private temporary directory deleted at exit: kernels still compile,
+    nothing is kept for the next process (``cache_status()``, ``ps.cache_info()``)."""
     d = settings.cache_dir
-    if not d:
+    r = _resolved.get(d)
+    if r is None:
+        r = _resolved[d] = _resolve(d)
+    return r[0]
+
+
+def cache_status() -> dict:
+    """{'directory': used, 'configured': asked for, 'persistent': kept between processes,
+    'reason': why the configured one is not used (or None)}."""
+    d = settings.cache_dir
+    path = cache_dir()
+    want, why = _resolved[d][2], _resolved[d][1]
+    return {"directory": path, "configured": want, "persistent": why is None, "reason": why}
+
+
+def make_private_dir(path):
+    """``os.makedirs`` with mode 0700 whatever the umask (an existing folder is left as is)."""
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+
+
+def _unusable(d):
+    """Why directory ``d`` cannot hold the kernel cache, or None."""
+    try:
+        make_private_dir(d)
+        st = os.stat(d)
+    except OSError as e:
+        return f"{type(e).__name__}: {e.strerror or e}"
+    if not os.access(d, os.W_OK | os.X_OK):
+        return "it is not writable"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return (f"other users may write it (mode {st.st_mode & 0o777:o}; `chmod go-w` it): "
+                "its cache files are loaded as code")
+    return None
+
+
+def _resolve(d):
+    want = d
+    if not want:
         import platformdirs     # (~5 ms to import: only without STREAMRT_CACHE_DIR)
-        d = platformdirs.user_cache_dir("streamrt", appauthor=False)
-    os.makedirs(d, exist_ok=True)
-    return d
+        want = platformdirs.user_cache_dir("streamrt", appauthor=False)
+    why = _unusable(want)
+    if why is None:
+        return want, None, want
+    import tempfile             # (~2 ms to import: only on this fallback path)
+    tmp = tempfile.mkdtemp(prefix="streamrt-cache-")      # (0700)
+    atexit.register(_remove, tmp, os.getpid())
+    warnings.warn(f"streamrt: the kernel cache directory {want!r} cannot be used ({why}); "
+                  f"kernels are compiled into a private temporary directory ({tmp}) deleted at "
+                  "exit, and nothing is kept for the next run (ps.cache_info()['program'])",
+                  RuntimeWarning, stacklevel=3)
+    return tmp, why, want
+
+
+def _remove(path, pid):
+    if os.getpid() == pid:          # (not from a forked child: the parent still uses it)
+        import shutil               # (at exit, on the fallback path only)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def describe() -> str:

@@ -139,6 +139,11 @@ class ExecutionError(StreamrtError, RuntimeError):
     """A kernel or device failed; raised at the next read, naming the ops' call sites."""
 
 
+class CancelledError(ExecutionError):
+    """The computation was cancelled before it ran: a KeyboardInterrupt interrupted a read on
+    the thread that recorded it (raised at the read of its result, naming the call sites)."""
+
+
 class LinAlgError(ExecutionError, np.linalg.LinAlgError):
     """A linear-algebra intrinsic failed (singular matrix, not positive definite): raised at
     the read of its result (or of anything computed from it), naming the call's file:line.

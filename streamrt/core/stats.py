@@ -5,11 +5,21 @@ import threading
 import weakref
 from collections import Counter
 
+from . import atfork
+
 _lock = threading.Lock()
 _c: Counter = Counter()
 
+
+def _after_fork():
+    global _lock
+    _lock = threading.Lock()
+
+
+atfork.register(_after_fork)
+
 KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels_launched",
-        "intrinsics_launched", "sequences_submitted", "flushes", "bytes_allocated",
+        "intrinsics_launched", "sequences_submitted", "sequences_cancelled", "flushes", "bytes_allocated",
         "buffers_allocated", "host_buffers_reused", "kernel_splits", "fallbacks",
         "fallback_to_reference", "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses",
         "macro_cache_hits", "macro_cache_misses", "program_cache_memory_hits",

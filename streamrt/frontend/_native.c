@@ -1761,6 +1761,11 @@ static void fast_dealloc(Fast *f) {
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
+/* pickled by reference, as a function: its module and qualified name (update_wrapper's) */
+static PyMethodDef fast_methods[] = {
+    {"__reduce__", mapfunc_reduce, METH_NOARGS, NULL},
+    {NULL}};
+
 static PyTypeObject FastType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "streamrt._native.Fast",
@@ -1776,6 +1781,7 @@ static PyTypeObject FastType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Fast, vectorcall),
     .tp_descr_get = method_get,
+    .tp_methods = fast_methods,
     .tp_getset = dict_getset,
     .tp_dictoffset = offsetof(Fast, dict),
     .tp_getattro = PyObject_GenericGetAttr,

@@ -811,6 +811,11 @@ class Array:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
+    def __reduce__(self):
+        """Pickled by value (multiprocessing, concurrent.futures): the computed array; it
+        unpickles as a new constant Array (the recorded graph behind it stays here)."""
+        return (_unpickle, (np.array(self.numpy()),))
+
     @property
     def _port(self):
         p = self._p
@@ -1281,6 +1286,11 @@ def _wrap(port):
     a._v = a._b = None
     port.nrefs += 1
     return a
+
+
+def _unpickle(v):
+    """An Array from a pickled one's value (``Array.__reduce__``)."""
+    return _wrap(const_port(v))
 
 
 def eager_array(v, base=None):

@@ -8,9 +8,9 @@ import threading
 
 import numpy as np
 
-from ..core import hooks, keys, stats
+from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
-from ..core.errors import MacroError, callsite, record_error
+from ..core.errors import CancelledError, MacroError, callsite, record_error
 from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
 from .. import compiler
 from ..compiler import sequence
@@ -31,6 +31,26 @@ def flow() -> Flow:
         if _flow is None:
             _flow = Flow(settings.max_inflight)
         return _flow
+
+
+def _before_fork():
+    """Drain the pipeline before a fork: the child has no E-Scheduler or executor thread to
+    finish what is in flight, so it gets every submitted result computed (a fork from a
+    runtime thread itself does not wait: it would wait for itself)."""
+    f = _flow
+    if f is None or threading.current_thread().name.startswith("streamrt-"):
+        return
+    with f.cond:
+        f.cond.wait_for(lambda: f.inflight == 0, timeout=600)
+
+
+def _after_fork():
+    global _flow, _flow_lock
+    _flow_lock = threading.Lock()
+    _flow = None
+
+
+atfork.register(_after_fork, before=_before_fork)
 
 
 def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False):
@@ -101,40 +121,66 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
         entries, kparts, kports = q.take_trace()
         if not entries:
             return None
-        executor, placed = placement.choose(entries, kparts, q.taken_max)
-        cluster = hooks.distributed
-        if cluster is not None:
-            routed = cluster.route(entries, executor)
-            if routed is not executor:           # reads arrays held by Dask workers
-                executor, placed = routed, None
-        direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
-            and cluster is None and direct_ok()
-        seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
-        if seq is None:                 # run by the template's direct plan (which counted it)
-            _unwritten(entries)
-            return None
-        if getattr(executor, "in_order", False) and not hooks.keep_graph:
-            seq.mark_transient()
-        drop_dead_scratch(seq.dead)
-        pool_scratch(entries)
-        if placed is not None:
-            placement.start(seq, placed, executor)
-        prof = hooks.profiler
-        if prof is not None:
-            prof.flush(entries, seq, reason, hit)
-        written = set()
-        for prog in seq.programs:
-            for p in prog.outputs:
-                written.add(p.id)
-                p.state = SUBMITTED
+        sent = []
+        try:
+            return _flush(q, entries, kparts, kports, reason, macro_key, sent)
+        except KeyboardInterrupt:
+            if not sent:        # interrupted before its sequence was handed over (or while
+                _cancel_entries(entries)    # it ran inline: what had not run is cancelled)
+            raise
+
+
+def _cancel_entries(entries):
+    """A flush interrupted (Ctrl-C) before its sequence ran or was submitted: its ports not
+    computed will never be -- they fail with CancelledError rather than wait forever."""
+    err = CancelledError("cancelled: a KeyboardInterrupt interrupted the flush that was "
+                         "compiling this array's computation (compute it again to get its "
+                         "value)")
+    for e in entries:
+        if e[0] == "compute" and e[1].state in (NEW, SUBMITTED):
+            e[1].state = FAILED
+            e[1].error = err
+    stats.add("sequences_cancelled")
+
+
+def _flush(q, entries, kparts, kports, reason, macro_key, sent):
+    """flush's work once the entries are taken (``sent`` gets the sequence when it is
+    handed to the E-Scheduler or run)."""
+    executor, placed = placement.choose(entries, kparts, q.taken_max)
+    cluster = hooks.distributed
+    if cluster is not None:
+        routed = cluster.route(entries, executor)
+        if routed is not executor:           # reads arrays held by Dask workers
+            executor, placed = routed, None
+    direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
+        and cluster is None and direct_ok()
+    seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
+    if seq is None:                 # run by the template's direct plan (which counted it)
         _unwritten(entries)
-        stats.add("flushes")
-        if settings.debug >= 1:
-            nk = sum(1 for p in seq.programs if p.kind == "kernel")
-            print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
-                  f"programs ({nk} kernels)", file=sys.stderr)
-        dispatch(seq, executor, inline=reason in ("read", "sync", "write"))
-        return seq
+        return None
+    if getattr(executor, "in_order", False) and not hooks.keep_graph:
+        seq.mark_transient()
+    drop_dead_scratch(seq.dead)
+    pool_scratch(entries)
+    if placed is not None:
+        placement.start(seq, placed, executor)
+    prof = hooks.profiler
+    if prof is not None:
+        prof.flush(entries, seq, reason, hit)
+    written = set()
+    for prog in seq.programs:
+        for p in prog.outputs:
+            written.add(p.id)
+            p.state = SUBMITTED
+    _unwritten(entries)
+    stats.add("flushes")
+    if settings.debug >= 1:
+        nk = sum(1 for p in seq.programs if p.kind == "kernel")
+        print(f"[streamrt] flush ({reason}): {len(entries)} entries -> {len(seq.programs)} "
+              f"programs ({nk} kernels)", file=sys.stderr)
+    dispatch(seq, executor, inline=reason in ("read", "sync", "write"))
+    sent.append(seq)
+    return seq
 
 
 def released_flags(kports):
@@ -262,7 +308,12 @@ def ensure(port):
     if base.state == NEW:
         flush(base.queue, reason="read")
     if base.state == SUBMITTED:
-        es_mod.get(flow()).wait(base)
+        es = es_mod.get(flow())
+        try:
+            es.wait(base)
+        except KeyboardInterrupt:
+            es.cancel()             # what this thread submitted and has not started: dropped
+            raise
     if port.kind == "view" and port.state == SUBMITTED:
         port.state = base.state
         port.error = base.error
@@ -273,10 +324,15 @@ def ensure(port):
 
 
 def wait_idle():
-    """Wait until every program sequence submitted (by any thread) has run."""
+    """Wait until every program sequence submitted (by any thread) has run (an interrupt
+    cancels what this thread submitted, as in a read)."""
     f = flow()
-    with f.cond:
-        f.cond.wait_for(lambda: f.inflight == 0)
+    try:
+        with f.cond:
+            f.cond.wait_for(lambda: f.inflight == 0)
+    except KeyboardInterrupt:
+        es_mod.get(f).cancel()
+        raise
 
 
 def sync():

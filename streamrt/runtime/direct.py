@@ -293,8 +293,13 @@ def _steps(seq, ports, output_ok, load_source, scalar_source, intrinsic_source=N
                 srcs.append(("b", slot_of[pos[r.id]]))
             red = (math.prod(k.kept) if k.kept else 1, k.red[0] if k.red else 1,
                    prog.partials)
-        steps.append((program_cache.numba_kernels(prog.source, prog.fn), k.elements,
-                      tuple(srcs), red))
+        try:
+            kern = program_cache.numba_kernels(prog.source, prog.fn)
+        except program_cache.CompileFailed:
+            return None
+        if not kern.called:                 # (a kernel not run yet may fail to compile: the
+            return None                     # general path splits it, a plan would raise)
+        steps.append((kern, k.elements, tuple(srcs), red))
         elements = max(elements, k.elements)
     return tuple(steps), tuple(slots), slot_of, elements
 

@@ -8,8 +8,8 @@ import queue
 import threading
 import time
 
-from ..core import hooks, stats
-from ..core.errors import ExecutionError
+from ..core import atfork, hooks, stats
+from ..core.errors import CancelledError, ExecutionError
 from ..core.ir import DONE, FAILED, SUBMITTED
 from ..backends import registry
 from ..backends.base import alloc_outputs
@@ -37,6 +37,9 @@ class EScheduler:
         self.thread = threading.Thread(target=self._loop, name="streamrt-escheduler", daemon=True)
         self._start_lock = threading.Lock()
         self.launch_log = None     # tests may set a list: program launch order
+        # sequences submitted and not done, by id (``cancel`` finds a thread's among them)
+        self.live = {}
+        self.live_lock = threading.Lock()
 
     def _post(self, msg):
         if self.thread.ident is None:           # (set once start() returns)
@@ -48,7 +51,30 @@ class EScheduler:
     # ---- application side ----------------------------------------------------------------
     def submit(self, seq, executor):
         stats.add("sequences_submitted")
+        seq.owner = threading.get_ident()
+        with self.live_lock:
+            self.live[id(seq)] = seq
         self._post(("submit", seq, executor))
+
+    def cancel(self, owner=None):
+        """Cancel the sequences thread ``owner`` (default: this one) submitted that have not
+        finished (a KeyboardInterrupt in one of its reads): their programs not started are
+        dropped -- the E-Scheduler and the executors skip them, failing their outputs with
+        CancelledError -- and a running kernel finishes. Returns how many were cancelled."""
+        owner = threading.get_ident() if owner is None else owner
+        err = CancelledError(
+            "cancelled: a KeyboardInterrupt interrupted a read on the thread that recorded "
+            "this computation, and its programs that had not started were dropped (compute "
+            "the array again to get its value)")
+        n = 0
+        with self.live_lock:
+            for seq in self.live.values():
+                if seq.owner == owner and seq.cancelled is None:
+                    seq.cancelled = err
+                    n += 1
+        if n:
+            stats.add("sequences_cancelled", n)
+        return n
 
     def wait(self, port):
         """Block until ``port`` is computed or failed (no busy-waiting)."""
@@ -62,6 +88,24 @@ class EScheduler:
         error delivery as the asynchronous path."""
         stats.add("sequences_submitted")
         stats.add("inline_sequences")
+        try:
+            self._run_inline(seq, executor)
+        except KeyboardInterrupt:
+            # interrupted (Ctrl-C) on this thread: what has not run is cancelled -- its
+            # outputs fail, so a later read raises instead of waiting for a run that will
+            # not come
+            err = CancelledError("cancelled: a KeyboardInterrupt interrupted the read that "
+                                 "was computing this array (compute it again to get its "
+                                 "value)")
+            for prog in seq.programs:
+                if any(p.state == SUBMITTED for p in prog.outputs):
+                    self._settle(prog, err)
+                    self._inline_settled(prog)
+            stats.add("sequences_cancelled")
+            seq.programs = []
+            raise
+
+    def _run_inline(self, seq, executor):
         for prog in seq.programs:
             prog.executor = executor
             prog.seq = seq
@@ -90,17 +134,21 @@ class EScheduler:
                     err = e
             self._settle(prog, err)
             seq.done_reading(prog)
-            # under the lock even when the set looks empty: _try may be adding one of these
-            # ports right now, having seen it SUBMITTED before _settle (a lost wake-up)
-            with self.wlock:
-                hit = [p for p in prog.outputs if p.id in self.inline_waits] \
-                    if self.inline_waits else ()
-                self.inline_waits.difference_update(p.id for p in hit)
-            if hit:
-                self._post(("inline_done", prog))
+            self._inline_settled(prog)
         if seq.timing is not None:
             placement.finish(seq)
         seq.programs = []
+
+    def _inline_settled(self, prog):
+        """Wake the programs another thread parked on ``prog``'s outputs (run inline here)."""
+        # under the lock even when the set looks empty: _try may be adding one of these
+        # ports right now, having seen it SUBMITTED before _settle (a lost wake-up)
+        with self.wlock:
+            hit = [p for p in prog.outputs if p.id in self.inline_waits] \
+                if self.inline_waits else ()
+            self.inline_waits.difference_update(p.id for p in hit)
+        if hit:
+            self._post(("inline_done", prog))
 
     def _settle(self, prog, err):
         if err is not None and not isinstance(err, ExecutionError):
@@ -127,7 +175,7 @@ class EScheduler:
         return err
 
     def stop(self):
-        if self.thread.is_alive():
+        if self.thread is not None and self.thread.is_alive():
             self.q.put(("stop",))
             self.thread.join(timeout=10)
 
@@ -166,6 +214,10 @@ class EScheduler:
 
     def _try(self, prog):
         ex = prog.executor
+        seq = prog.seq
+        if seq is not None and seq.cancelled is not None:
+            self._finish(prog, seq.cancelled)       # (Ctrl-C on its thread: not started)
+            return
         ordered = getattr(ex, "in_order", False) and hooks.on_complete is None
         for dep in prog.deps():
             if dep.state == FAILED:
@@ -235,6 +287,8 @@ class EScheduler:
             self._try(r)
 
     def _seq_done(self, seq):
+        with self.live_lock:
+            self.live.pop(id(seq), None)
         if seq.timing is not None:
             placement.finish(seq)
         seq.programs = []
@@ -251,8 +305,22 @@ def get(flow=None) -> EScheduler:
     with _lock:
         if _instance is None:
             _instance = EScheduler(flow)
+            atexit.unregister(shutdown)     # (once: a forked child makes a new instance)
             atexit.register(shutdown)
         return _instance
+
+
+def _after_fork():
+    """A forked child has no E-Scheduler thread: a new scheduler (thread, queue, pending
+    table, locks) is made by the next submission."""
+    global _instance, _lock
+    _lock = threading.Lock()
+    if _instance is not None:
+        _instance.thread = None         # (its stop() at exit: nothing to join)
+    _instance = None
+
+
+atfork.register(_after_fork)
 
 
 def shutdown():

@@ -3,8 +3,11 @@ section's program sequence and where its outputs are. Bounded (LRU per section a
 with the same structure as the trace cache (see frontend/macro.py for recording and replay)."""
 from __future__ import annotations
 
+import threading
+
 from cachetools import LRUCache
 
+from ..core import atfork
 from .trace_cache import TraceCache
 
 
@@ -47,6 +50,14 @@ class MacroCache(TraceCache):
 
 
 _cache = None
+
+
+def _after_fork():
+    if _cache is not None:
+        _cache.lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 
 def get() -> MacroCache:

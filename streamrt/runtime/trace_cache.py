@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 from cachetools import LRUCache
 
-from ..core import stats
+from ..core import atfork, stats
 from ..core.config import settings
 
 
@@ -190,6 +190,14 @@ def _common(a, b):
 
 
 _cache = None
+
+
+def _after_fork():
+    if _cache is not None:
+        _cache.lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 
 def get() -> TraceCache:

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .executor import _setup_numba
-from .program_cache import _slp
+from .program_cache import _slp, private
 
 
 def numba_types(desc):
@@ -44,6 +44,7 @@ def compile_one(path, name, fn, desc):
         spec.loader.exec_module(mod)
     with _slp():
         getattr(mod, fn).compile(numba_types(desc))
+    private(path)
 
 
 def main():

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ...core import stats
+from ...core import atfork, stats
 from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
@@ -36,6 +36,13 @@ def _setup_numba():
             numba.config.THREADING_LAYER = "workqueue"
         _layer_set = True
 
+
+def _after_fork():
+    global _layer_lock
+    _layer_lock = threading.Lock()
+
+
+atfork.register(_after_fork)
 
 _heap_tuned = None
 
@@ -192,7 +199,7 @@ class CPUExecutor(Executor):
 
     def launch(self, prog):
         if prog.kind == "kernel":
-            serial = prog.kernel.elements <= settings.serial_elements
+            serial = jit.use_serial(prog.kernel.elements)
             m = jit.mode()
             if m == "off" or (m == "background" and not jit.ready(prog, serial)):
                 # the kernel is not compiled (yet): its ops run through NumPy, and the cost
@@ -288,7 +295,7 @@ class CPUExecutor(Executor):
         return tuple(d)
 
     def _run_scan(self, prog):
-        serial = prog.ops[-1].size <= settings.serial_elements
+        serial = jit.use_serial(prog.ops[-1].size)
         if jit.mode() == "off" or (jit.mode() == "background" and
                                    not program_cache.compiled_on_disk(prog.source, serial)):
             # the compiled tier does not build scans (their arguments are not a kernel's):
@@ -362,6 +369,5 @@ class CPUExecutor(Executor):
                 args.append(v if v.ndim == 1 else v.reshape(-1))
             args += self.scratch(prog.partials, K * C, R0)
             args.append(C)
-        serial = k.elements <= settings.serial_elements
-        program_cache.call(d, serial, args)
+        program_cache.call(d, jit.use_serial(k.elements), args)
         stats.add("kernels_launched")

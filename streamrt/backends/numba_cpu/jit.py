@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from ...core import stats
+from ...core import atfork, stats
 from ...core.config import settings
 from . import program_cache
 
@@ -70,16 +70,25 @@ def ready(prog, serial) -> bool:
         return _variant(prog.source, serial).state == READY
 
 
+_serial_only = False      # a forked child of a process whose OpenMP team ran (_after_fork)
+
+
+def use_serial(elements) -> bool:
+    """Whether a kernel over ``elements`` runs its serial twin (``prange`` -> ``range``)."""
+    return _serial_only or elements <= settings.serial_elements
+
+
 def all_ready(seq) -> bool:
     """Whether every kernel of program sequence ``seq`` runs compiled now (a direct plan,
     runtime/direct.py, calls the kernels itself: only then may one be built)."""
     if mode() != "background":
-        return mode() == "sync"
-    lim = settings.serial_elements
+        return mode() == "sync" and not any(
+            prog.kind == "kernel" and program_cache.failed(prog.source) is not None
+            for prog in seq.programs)
     with _lock:
         for prog in seq.programs:
             if prog.kind == "kernel" and \
-                    _variant(prog.source, prog.kernel.elements <= lim).state != READY:
+                    _variant(prog.source, use_serial(prog.kernel.elements)).state != READY:
                 return False
     return True
 
@@ -90,14 +99,13 @@ def none_ready(seq) -> bool:
     m = mode()
     if m == "sync":
         return False
-    lim = settings.serial_elements
     with _lock:
         for prog in seq.programs:
             if prog.kind == "kernel" and (m == "background" and _variant(
-                    prog.source, prog.kernel.elements <= lim).state == READY):
+                    prog.source, use_serial(prog.kernel.elements)).state == READY):
                 return False
             if prog.kind == "scan" and (m == "background" and program_cache.compiled_on_disk(
-                    prog.source, prog.ops[-1].size <= lim)):
+                    prog.source, use_serial(prog.ops[-1].size))):
                 return False            # (compiled before: executor._run_scan)
     return True
 
@@ -193,6 +201,7 @@ class _Service:
         self.ids = 0
         self.cond = threading.Condition()
         self.progress = _Progress()
+        self.owner = os.getpid()      # (a forked child must not close its parent's worker)
 
     def _start(self):
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -259,7 +268,7 @@ class _Service:
 
     def close(self):
         p = self.proc
-        if p is not None:
+        if p is not None and self.owner == os.getpid():
             try:
                 p.stdin.close()
             except OSError:
@@ -369,6 +378,47 @@ class _PlainStatus:
             print(s, file=sys.stderr, flush=True)
         except (OSError, ValueError):
             pass
+
+
+def _after_fork():
+    """In a forked child: the parent's compile worker and its pipes are the parent's (the
+    child closes its copies of the pipes, so the worker still sees its parent's end only), and
+    the compiles in flight will be answered to the parent: those kernels are cold again here
+    (the parent's finished compiles are found on disk by the next launch)."""
+    global _lock, _svc, _svc_lock, _serial_only
+    _lock = threading.Lock()
+    # GNU OpenMP (Numba's ``omp`` layer, executor._setup_numba's choice) is not fork-safe:
+    # once its team has run in the parent, a parallel region in the child makes Numba
+    # terminate the child. The child then runs every kernel's serial twin (same result, one
+    # core); the child of a process that never ran a parallel kernel keeps both.
+    par = sys.modules.get("numba.np.ufunc.parallel")
+    if par is not None and getattr(par, "_is_initialized", False) and \
+            getattr(par, "_threading_layer", None) == "omp":
+        _serial_only = True
+    _svc_lock = threading.Lock()
+    s, _svc = _svc, None
+    if s is not None:
+        _orphans.append(s)          # (kept: its Popen must not be reaped or killed here)
+        p = s.proc
+        if p is not None:
+            # the child's copies of the pipe ends point at /dev/null from now on (closing them
+            # would free fd numbers the orphaned file objects still name)
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                for f in (p.stdin, p.stdout):
+                    try:
+                        os.dup2(null, f.fileno())
+                    except (OSError, ValueError):
+                        pass
+            finally:
+                os.close(null)
+    for v in _states.values():
+        if v.state == QUEUED:
+            v.state = COLD
+
+
+_orphans: list = []
+atfork.register(_after_fork)
 
 
 def _stats(snapshot):

@@ -21,7 +21,7 @@ import time
 
 from cachetools import LRUCache
 
-from ...core import config, hooks, keys, stats
+from ...core import atfork, config, hooks, keys, stats
 
 _mem = LRUCache(1024)       # key -> Kernels
 _by_source: dict = {}                           # source string -> Kernels (fast path)
@@ -29,30 +29,72 @@ _lock = threading.Lock()
 _counters = {"memory_hits": 0, "disk_modules": 0, "new_modules": 0, "rebuilt": 0}
 
 
+def _after_fork():
+    global _lock
+    _lock = threading.Lock()
+
+
+atfork.register(_after_fork)
+
+
 class Kernels:
     """The two dispatchers of one generated module, and which of them have run once."""
-    __slots__ = ("parallel", "serial", "path", "key", "called")
+    __slots__ = ("parallel", "serial", "path", "key", "called", "source")
 
-    def __init__(self, parallel, serial, path, key):
+    def __init__(self, parallel, serial, path, key, source=None):
         self.parallel, self.serial, self.path, self.key = parallel, serial, path, key
         self.called = set()
+        self.source = source
 
 
 def _write_atomic(path, text):
+    """Write ``path`` whole or not at all (a temporary file, then a rename), mode 0600
+    whatever the umask: a reader -- another process sharing the directory -- never sees a
+    partial file."""
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            fd = None
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def private(path):
+    """Numba's own cache files of module ``path`` (written with the umask's mode) made 0600,
+    their folder 0700."""
+    folder = os.path.join(os.path.dirname(path), "__pycache__")
+    try:
+        os.chmod(folder, 0o700)
+    except OSError:
+        return
+    for f in _numba_files(path):
+        try:
+            os.chmod(f, 0o600)
+        except OSError:
+            pass
 
 
 def module_text(source: str, fn: str) -> str:
-    """The module written to disk: the parallel kernel and its serial twin."""
+    """The module written to disk: a first line naming the versions it is built with (the
+    file is compared whole with this text before it is loaded: a different source or
+    version is never trusted), the parallel kernel and its serial twin."""
     head, sep, body = source.partition(f"def {fn}(")
     # (a serial call may come from any thread -- a Dask worker's, the application's -- where
     # numba.get_thread_id() is not a team index: the one scratch row of a blocked reduction)
     serial = body.replace("prange(", "range(").replace("get_thread_id()", "0")
     sdeco = "@njit(nogil=True, cache=True, error_model='numpy')"
-    return f"{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
+    stamp = f"# streamrt kernel module; {keys.compiler_versions()}\n"
+    return f"{stamp}{head}{sep}{body}\n\n{sdeco}\ndef {fn}_serial({serial}"
 
 
 def _numba_files(path):
@@ -107,7 +149,7 @@ def _write_module(key, source, fn):
     """The module file of ``source`` on disk (written, or checked and rewritten when it is not
     the text it should be); its path. (No import: Numba is not loaded here.)"""
     folder = os.path.join(config.cache_dir(), "numba")
-    os.makedirs(folder, exist_ok=True)
+    config.make_private_dir(folder)
     path = os.path.join(folder, f"k_{key}.py")
     text = module_text(source, fn)
     try:
@@ -153,12 +195,41 @@ def mark_compiled(source: str, serial: bool):
         pass
 
 
+_failed: dict = {}      # source -> why it does not compile (this process, and .failed markers)
+
+
+class CompileFailed(RuntimeError):
+    """A kernel whose compile failed before (in this process or, by its marker, an earlier
+    one): not compiled again; the executor splits it or evaluates it with NumPy."""
+
+
+def failed(source: str):
+    """Why ``source`` does not compile, or None (memory first, then its disk marker)."""
+    e = _failed.get(source)
+    if e is None and os.path.exists(_marker(source, "failed")):
+        try:
+            with open(_marker(source, "failed")) as f:
+                e = f.read() or "compile failed"
+        except (OSError, UnicodeDecodeError):
+            e = "compile failed"
+        _remember_failure(source, e)
+    return e
+
+
 def failed_marker(source: str) -> bool:
-    return os.path.exists(_marker(source, "failed"))
+    return failed(source) is not None
+
+
+def _remember_failure(source, error):
+    if len(_failed) > 4 * _mem.maxsize:
+        _failed.clear()
+    _failed[source] = str(error or "compile failed")
 
 
 def mark_failed(source: str, error: str):
-    """Remember that ``source`` does not compile (the next process interprets it at once)."""
+    """Remember that ``source`` does not compile, here and on disk (the next process
+    interprets or splits it at once)."""
+    _remember_failure(source, error)
     try:
         _write_atomic(_marker(source, "failed"), str(error or ""))
     except OSError:
@@ -171,6 +242,9 @@ def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
     if k is not None:
         stats.add("program_cache_memory_hits")
         return k
+    why = failed(source)
+    if why is not None:
+        raise CompileFailed(f"this kernel failed to compile before: {why}"[:500])
     key = keys.program_key("numba", device, source)
     with _lock:
         k = _mem.get(key)
@@ -191,7 +265,7 @@ def numba_kernels(source: str, fn: str, device: str = "cpu") -> Kernels:
             _counters["rebuilt"] += 1
             _write_atomic(path, text)
             mod = _load(name, path)
-        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key)
+        k = Kernels(getattr(mod, fn), getattr(mod, f"{fn}_serial"), path, key, source)
         _mem[key] = k
         if len(_by_source) > 4 * _mem.maxsize:
             _by_source.clear()
@@ -211,6 +285,7 @@ def call(k: Kernels, serial: bool, args):
             d(*args)
     except Exception as e:  # noqa: BLE001
         if _is_compile_error(e):
+            _failed_call(k, e)
             raise
         stats.add("disk_cache_rejected")
         _discard_numba_cache(k)
@@ -219,9 +294,15 @@ def call(k: Kernels, serial: bool, args):
             k.serial = d
         else:
             k.parallel = d
-        with _slp():
-            d(*args)
+        try:
+            with _slp():
+                d(*args)
+        except Exception as e2:  # noqa: BLE001 - not the disk cache: the kernel fails
+            _failed_call(k, e2)
+            raise
     dt = time.perf_counter() - t0
+    if not d.stats.cache_hits:
+        private(k.path)                 # (Numba wrote its cache files with the umask's mode)
     if not os.path.exists(k.path[:-3] + (".serial" if serial else ".parallel")):
         try:                             # (jit.py: this variant is in the disk cache)
             _write_atomic(k.path[:-3] + (".serial" if serial else ".parallel"), "")
@@ -242,6 +323,18 @@ def call(k: Kernels, serial: bool, args):
     if prof is not None:
         prof.compile(t0, dt, level, f"k_{k.key}{'_serial' if serial else ''}")
     return None
+
+
+def _failed_call(k, e):
+    """A variant's first call failed to compile: remembered (memory and disk) and dropped
+    from the memory cache, so the next launch splits or falls back at once."""
+    stats.add("compile_failures")
+    src = k.source
+    if src is not None:
+        mark_failed(src, f"{type(e).__name__}: {str(e)[:1500]}")
+        _by_source.pop(src, None)
+    with _lock:
+        _mem.pop(k.key, None)
 
 
 def _freeze():
@@ -297,8 +390,10 @@ def _fresh(stale):
 
 
 def cache_info() -> dict:
+    st = config.cache_status()
     return dict(_counters, memory_entries=len(_mem), memory_max=_mem.maxsize,
-                directory=os.path.join(config.cache_dir(), "numba"))
+                directory=os.path.join(st["directory"], "numba"), persistent=st["persistent"],
+                reason=st["reason"])
 
 
 def clear_memory(disk: bool = False):

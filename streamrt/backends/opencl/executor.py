@@ -9,8 +9,8 @@ import sys
 import threading
 import warnings
 
-from ...core.config import cache_dir, settings
-from ..device import BuildError, DeviceExecutor
+from ...core.config import cache_dir, make_private_dir, settings
+from ..device import BuildError, DeviceExecutor, hold_cache_dir
 
 _BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
@@ -19,6 +19,8 @@ def _setup_env():
     """Keep every OpenCL compiler cache under STREAMRT_CACHE_DIR (set before the first context:
     PoCL reads POCL_CACHE_DIR once); nothing is written to $HOME."""
     base = cache_dir()
+    for d in ("pocl", "pyopencl", "pytools"):   # (private: 0700, whatever the umask)
+        make_private_dir(os.path.join(base, d))
     os.environ.setdefault("POCL_CACHE_DIR", os.path.join(base, "pocl"))
     _icd_vendors(base)
     return os.path.join(base, "pyopencl")
@@ -38,7 +40,7 @@ def _icd_vendors(base):
         return
     d = os.path.join(base, "icd")
     try:
-        os.makedirs(d, exist_ok=True)
+        make_private_dir(d)
         want = {"streamrt-intel-cpu.icd": lib + "\n"}
         sysdir = "/etc/OpenCL/vendors"
         if os.path.isdir(sysdir):
@@ -56,6 +58,7 @@ def _icd_vendors(base):
                 pass
             with open(path + ".tmp", "w") as fh:
                 fh.write(text)
+            os.chmod(path + ".tmp", 0o600)
             os.replace(path + ".tmp", path)
     except OSError:
         return
@@ -75,6 +78,8 @@ def _import():
     with _imp_lock:
         if _cl is None:
             base = os.path.dirname(_setup_env())
+            # PoCL's cache folder is in use from now on: clear_caches must leave it alone
+            hold_cache_dir(os.environ["POCL_CACHE_DIR"])
             old = os.environ.get("XDG_CACHE_HOME")
             os.environ["XDG_CACHE_HOME"] = base
             try:

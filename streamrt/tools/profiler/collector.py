@@ -8,7 +8,8 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 
 * ``{"t": "header", "format": "streamrt-profile", "version": 1, "start": <unix s>,
   "machine": {...}, "streamrt": "<version>"}`` -- always the first line;
-* ``{"t": "site", "id": n, "file": str, "line": int, "function": str}`` -- a call site;
+* ``{"t": "site", "id": n, "file": str, "line": int, "function": str, "text": str}`` -- a
+  call site and its source line's text (when the file could be read);
 * ``{"t": "pc", "site": n, "calls": int}`` -- ops recorded at a call site;
 * ``{"t": "ck", "name": str, "executor": str, "device": str, "start": s, "dur": s,
   "bytes_in": int, "bytes_out": int, "elements": int, "ops": int, "kind": str,
@@ -26,6 +27,7 @@ Run file format (``streamrt-profile`` version 1): UTF-8 JSON, one object per lin
 * ``{"t": "end", "wall": s}`` -- the last line."""
 from __future__ import annotations
 
+import linecache
 import math
 import os
 import platform
@@ -158,7 +160,8 @@ class Collector:
                                   "machine": platform.machine(), "cpus": os.cpu_count(),
                                   "python": platform.python_version()}}]
             for (f, ln, fn), i in sorted(self.sites.items(), key=lambda kv: kv[1]):
-                lines.append({"t": "site", "id": i, "file": f, "line": ln, "function": fn})
+                lines.append({"t": "site", "id": i, "file": f, "line": ln, "function": fn,
+                              "text": linecache.getline(f, ln).strip()})
             for i, n in sorted(self.calls.items()):
                 lines.append({"t": "pc", "site": i, "calls": n})
             lines.extend(self.records)
@@ -185,10 +188,16 @@ def stop(write=True):
     if c is None:
         return None
     try:
-        cscheduler.sync()
+        try:
+            cscheduler.sync()
+        finally:
+            hooks.set_profiler(None)
     finally:
-        hooks.set_profiler(None)
-    return c.write() if write else None
+        # (also when the wait is interrupted -- Ctrl-C in the profiled block or at exit --
+        # or fails: the run file has what was recorded until then)
+        if write:
+            path = c.write()
+    return path if write else None
 
 
 # at exit the run file is written while the pipeline still runs

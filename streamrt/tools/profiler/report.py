@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import json
+import linecache
+import os
 import sys
 from collections import defaultdict
 
@@ -13,43 +15,69 @@ class Run:
 
     def __init__(self, path):
         self.path = path
-        self.header, self.sites, self.calls = {}, {}, {}
+        self.header, self.sites, self.calls, self.texts = {}, {}, {}, {}
         self.kernels, self.compiles, self.caches = [], [], []
         self.transfers, self.waits, self.flushes = [], [], []
         self.wall = 0.0
-        with open(path, encoding="utf-8") as f:
-            for ln in f:
-                ln = ln.strip()
-                if not ln:
-                    continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        if not any(ln.strip() for ln in lines):
+            raise ValueError(f"{path} is empty: not a streamrt profile (was the profiled run "
+                             "killed before its run file was written?)")
+        for n, ln in enumerate(lines, 1):
+            ln = ln.strip()
+            if not ln:
+                continue
+            try:
                 r = json.loads(ln)
-                t = r.get("t")
-                if t == "header":
-                    self.header = r
-                elif t == "site":
-                    self.sites[r["id"]] = (r["file"], r["line"], r["function"])
-                elif t == "pc":
-                    self.calls[r["site"]] = r["calls"]
-                elif t == "ck":
-                    self.kernels.append(r)
-                elif t == "compile":
-                    self.compiles.append(r)
-                elif t == "cache":
-                    self.caches.append(r)
-                elif t == "transfer":
-                    self.transfers.append(r)
-                elif t == "wait":
-                    self.waits.append(r)
-                elif t == "flush":
-                    self.flushes.append(r)
-                elif t == "end":
-                    self.wall = r["wall"]
+                if not isinstance(r, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as e:
+                if n == 1:
+                    raise ValueError(f"{path} is not a streamrt profile (its first line is not "
+                                     f"a JSON record: {e})") from None
+                raise ValueError(f"{path} is damaged: line {n} is not a JSON record ({e}); "
+                                 "a run file is JSON lines, written whole when the profile "
+                                 "ends") from None
+            t = r.get("t")
+            if t == "header":
+                self.header = r
+            elif t == "site":
+                self.sites[r["id"]] = (r["file"], r["line"], r["function"])
+                self.texts[r["id"]] = r.get("text")
+            elif t == "pc":
+                self.calls[r["site"]] = r["calls"]
+            elif t == "ck":
+                self.kernels.append(r)
+            elif t == "compile":
+                self.compiles.append(r)
+            elif t == "cache":
+                self.caches.append(r)
+            elif t == "transfer":
+                self.transfers.append(r)
+            elif t == "wait":
+                self.waits.append(r)
+            elif t == "flush":
+                self.flushes.append(r)
+            elif t == "end":
+                self.wall = r["wall"]
         if self.header.get("format") != "streamrt-profile":
             raise ValueError(f"{path} is not a streamrt profile")
 
     def label(self, sid):
+        """``file:line`` of a call site, the file relative to the working directory when it
+        lies under it."""
         s = self.sites.get(int(sid))
-        return f"{s[0]}:{s[1]}" if s else "(unknown)"
+        return f"{_rel(s[0])}:{s[1]}" if s else "(unknown)"
+
+    def source(self, label):
+        """The source text of the line ``label`` names (recorded in the run file, else read
+        now), or ''."""
+        for sid, s in self.sites.items():
+            if f"{_rel(s[0])}:{s[1]}" == label:
+                t = self.texts.get(sid)
+                return t if t is not None else linecache.getline(s[0], s[1]).strip()
+        return ""
 
     def lines(self):
         """Per source line: attributed time, measured time (kernels containing it), calls,
@@ -113,6 +141,14 @@ class Run:
         return out
 
 
+def _rel(path):
+    try:
+        r = os.path.relpath(path)
+    except ValueError:          # (another drive)
+        return path
+    return path if r.startswith(os.pardir) else r
+
+
 def _fmt_t(s):
     if s >= 1:
         return f"{s:.3f} s"
@@ -158,6 +194,7 @@ def print_report(path, compare=None, limit=30, console=None):
     t = Table(title="Compute — time per source line (attributed = weighted share of each "
               "fused kernel; measured = kernels containing the line)")
     t.add_column("source line", no_wrap=True, overflow="fold")
+    t.add_column("code", overflow="fold")
     t.add_column("attributed", justify="right")
     t.add_column("measured", justify="right")
     t.add_column("ops", justify="right")
@@ -167,8 +204,8 @@ def print_report(path, compare=None, limit=30, console=None):
         t.add_column("change", justify="right")
         oth = {r["line"]: r for r in other.lines()}
     for r in rows:
-        cells = [r["line"], _fmt_t(r["attributed"]), _fmt_t(r["measured"]), str(r["calls"]),
-                 str(r["kernels"])]
+        cells = [r["line"], run.source(r["line"]), _fmt_t(r["attributed"]),
+                 _fmt_t(r["measured"]), str(r["calls"]), str(r["kernels"])]
         if other is not None:
             o = oth.get(r["line"])
             ov = o["attributed"] if o else 0.0
