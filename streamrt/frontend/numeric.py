@@ -392,34 +392,30 @@ def array_split(ary, indices_or_sections, axis=0):
     return _split("array_split", ary, indices_or_sections, axis, callsite(), False)
 
 
-@_export
-def hsplit(ary, indices_or_sections):
+def _split_along(name, ary, indices_or_sections, min_ndim, axis_of):
+    """hsplit, vsplit, dsplit: ``_split`` along ``axis_of(ndim)``, for at least ``min_ndim``
+    dimensions (NumPy's ValueError otherwise)."""
     site = callsite()
     x = _as_array(ary, site)
-    if x.ndim == 0:
-        raise record_error(ValueError, "hsplit only works on arrays of 1 or more dimensions",
-                           site)
-    return _split("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0, site, True)
+    if x.ndim < min_ndim:
+        raise record_error(ValueError, f"{name} only works on arrays of {min_ndim} or more "
+                           "dimensions", site)
+    return _split(name, x, indices_or_sections, axis_of(x.ndim), site, True)
+
+
+@_export
+def hsplit(ary, indices_or_sections):
+    return _split_along("hsplit", ary, indices_or_sections, 1, lambda nd: 1 if nd > 1 else 0)
 
 
 @_export
 def vsplit(ary, indices_or_sections):
-    site = callsite()
-    x = _as_array(ary, site)
-    if x.ndim < 2:
-        raise record_error(ValueError, "vsplit only works on arrays of 2 or more dimensions",
-                           site)
-    return _split("vsplit", x, indices_or_sections, 0, site, True)
+    return _split_along("vsplit", ary, indices_or_sections, 2, lambda nd: 0)
 
 
 @_export
 def dsplit(ary, indices_or_sections):
-    site = callsite()
-    x = _as_array(ary, site)
-    if x.ndim < 3:
-        raise record_error(ValueError, "dsplit only works on arrays of 3 or more dimensions",
-                           site)
-    return _split("dsplit", x, indices_or_sections, 2, site, True)
+    return _split_along("dsplit", ary, indices_or_sections, 3, lambda nd: 2)
 
 
 @_export
