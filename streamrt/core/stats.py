@@ -33,7 +33,8 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         # distributed execution (distributed/)
         "dask_sequences", "dask_tasks", "dask_kernel_tasks", "dask_kernel_steps",
         "dask_combine_tasks", "dask_rowwise_tasks", "dask_whole_tasks", "dask_rechunks",
-        "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits")
+        "dask_input_chunks", "dask_chunks_gathered", "dask_bytes_gathered", "dask_flow_waits",
+        "dask_tasks_cancelled")
 
 
 _sources = weakref.WeakSet()     # objects with a ``recorded`` count (work queues)

@@ -20,7 +20,7 @@ from ..backends import numba_cpu
 from ..backends.base import Executor, ref_value
 from ..runtime import cscheduler, escheduler
 from .planner import Group, _rows, space_bounds
-from .values import PENDING, DistValue, _extent
+from .values import PENDING, PENDING_TASKS, SUBMITTED, DistValue, _extent
 from .worker import _Spec, combine, run_whole
 
 _task_ids = itertools.count(1)
@@ -37,7 +37,7 @@ class DaskExecutor(Executor):
     def __init__(self):
         super().__init__()
         self.client = None          # the cluster's Client (set by ps.distributed.connect)
-        self.submitted = collections.deque(maxlen=4096)   # task keys, newest last
+        self.submitted = SUBMITTED                        # task keys, newest last
         self._window = collections.deque()                # per sequence: weakrefs to ports
         self._adm = threading.Lock()
 
@@ -51,6 +51,7 @@ class DaskExecutor(Executor):
         key = f"streamrt-{kind}-{next(_task_ids)}"
         f = self._client().submit(fn, *args, key=key, pure=False)
         self.submitted.append(key)
+        PENDING_TASKS.append(weakref.ref(f))
         stats.add("dask_tasks")
         stats.add(f"dask_{ {'k': 'kernel', 'c': 'combine', 'w': 'whole', 'r': 'rowwise'}[kind]}_tasks")
         return f

@@ -3,13 +3,29 @@ along axis 0; a read gathers only the chunks it touches) and the placeholder of 
 launched yet."""
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
 
 from ..core import stats
-from ..core.errors import ExecutionError
+from ..core.errors import CancelledError, ExecutionError
 from ..core.ir import strided
+
+SUBMITTED: collections.deque = collections.deque(maxlen=4096)  # task keys, newest last
+PENDING_TASKS: collections.deque = collections.deque(maxlen=4096)  # weakrefs to their futures
+
+
+def cancel_pending(client):
+    """A read interrupted (Ctrl-C): the tasks this process submitted that have not finished
+    and that an array still wants are cancelled, so the next computation does not queue
+    behind them on the workers; those arrays raise CancelledError when read."""
+    futs = [f for f in (r() for r in list(PENDING_TASKS))
+            if f is not None and f.status == "pending"]
+    PENDING_TASKS.clear()
+    if futs:
+        client.cancel(futs)
+    stats.add("dask_tasks_cancelled", len(futs))
 
 
 class DistValue:
@@ -37,10 +53,19 @@ class DistValue:
             raise RuntimeError(f"internal error: {self!r} was released on the cluster before "
                                "it was read")
         refs = [self.refs[i] for i in idxs]
+        client = _client_of(refs)
         try:
-            vals = _client_of(refs).gather([f for f, _ in refs])
+            vals = client.gather([f for f, _ in refs])
+        except KeyboardInterrupt:
+            cancel_pending(client)
+            raise
         except Exception as e:  # noqa: BLE001 - delivered with the call sites
             sites = "\n  ".join(str(s) for s in self.sites) or "(unknown)"
+            if "CancelledError" in type(e).__name__:
+                raise CancelledError(f"cancelled: a KeyboardInterrupt interrupted a read while "
+                                     f"the Dask tasks computing this array were queued "
+                                     f"(compute it again to get its value); ops recorded "
+                                     f"at:\n  {sites}") from e
             raise ExecutionError(f"{type(e).__name__}: {e}\n in a Dask task computing ops "
                                  f"recorded at:\n  {sites}") from e
         out = [v if it is None else v[it] for v, (_, it) in zip(vals, refs)]

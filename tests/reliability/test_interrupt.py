@@ -69,3 +69,71 @@ def test_sigint_cancels_the_read():
     assert res["cancelled"] >= 1
     assert res["sorts"] < 60                       # the rest were dropped
     assert res["err"] and res["err"].startswith("CancelledError: cancelled")
+
+
+DASK_CHILD = r"""
+import json, time
+import numpy as np
+import streamrt as ps
+
+
+def main():
+    ps.distributed.connect()                          # a LocalCluster: 2 worker processes
+    x = ps.asarray(np.random.default_rng(0).random((400_000, 8)), chunks=50_000)
+    float(ps.sum(x))                                  # workers up
+    y = x
+    for i in range(40):                               # many tasks queued on the workers
+        y = ps.sort(y * -1.0, axis=1)
+    ps.reset_stats()
+    print("reading", flush=True)
+    t0 = time.perf_counter()
+    try:
+        float(ps.sum(y))
+        r = "finished"
+    except KeyboardInterrupt:
+        r = "interrupted"
+    t1 = time.perf_counter()
+    v = float(ps.sum(x[:1000] * 0.0 + 2.0))           # a new computation on the cluster
+    t2 = time.perf_counter()
+    try:
+        float(ps.sum(y))
+        err = None
+    except ps.ExecutionError as e:
+        err = f"{type(e).__name__}: {e}"
+    st = ps.runtime_stats()
+    print(json.dumps({"r": r, "interrupt_s": t1 - t0, "next_s": t2 - t1, "v": v,
+                      "err": err, "cancelled": st["dask_tasks_cancelled"]}))
+    ps.distributed.close()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_sigint_cancels_a_read_on_a_dask_cluster(tmp_path):
+    """The same on the Dask path: the tasks this process queued on the workers and not
+    finished are cancelled (a running task finishes), so the next computation does not wait
+    behind them."""
+    script = tmp_path / "dask_child.py"              # (spawned workers re-import the main file)
+    script.write_text(DASK_CHILD)
+    env = child_env(os.environ["STREAMRT_CACHE_DIR"])
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert p.stdout.readline().strip() == "reading"
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)       # (a hang guard, not a timing)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err[-3000:]
+    res = json.loads(out.strip().splitlines()[-1])
+    print(f"\nSIGINT during a Dask read: raised after {res['interrupt_s']:.2f} s; the next "
+          f"computation took {res['next_s'] * 1e3:.0f} ms; {res['cancelled']} tasks cancelled")
+    assert res["r"] == "interrupted"
+    assert res["v"] == 16000.0
+    assert res["cancelled"] >= 1
+    assert res["err"] and res["err"].startswith("CancelledError: cancelled")
