@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from ..core import hooks
+from ..core import atfork, hooks
 from . import executor
 
 _lock = threading.Lock()
@@ -71,3 +71,18 @@ def _install():
     ex = executor.get()
     ex.client = _client
     hooks.set_distributed(ex)
+
+
+def _after_fork():
+    """In a forked child the parent's Client cannot be used (its event loop's thread is the
+    parent's): detach without closing what belongs to the parent; arrays held by the
+    cluster then raise a clear error when read (values.DistValue) instead of waiting."""
+    global _lock, _client, _owned
+    _lock = threading.Lock()
+    if _client is not None:
+        _client, _owned = None, None
+        executor.get().client = None
+        hooks.set_distributed(None)
+
+
+atfork.register(_after_fork)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..core import stats
+from ..core import atfork, stats
 from ..core.errors import CancelledError, ExecutionError
 from ..core.ir import strided
 
@@ -33,11 +33,12 @@ class DistValue:
     of axis 0 (``bounds`` is None for a 0-d value, which has one chunk). Each chunk is a pair
     (future, item): the future's result, or item ``item`` of its tuple result."""
 
-    __slots__ = ("shape", "dtype", "bounds", "refs", "sites", "_host", "__weakref__")
+    __slots__ = ("shape", "dtype", "bounds", "refs", "sites", "_host", "forks", "__weakref__")
 
     def __init__(self, shape, dtype, bounds, refs, sites=()):
         self.shape, self.dtype, self.bounds, self.refs = tuple(shape), dtype, bounds, refs
         self.sites = tuple(sites)
+        self.forks = atfork.forks()     # (made in this process, not inherited by a fork)
         self._host = None
 
     @property
@@ -52,6 +53,13 @@ class DistValue:
         if not self.refs:
             raise RuntimeError(f"internal error: {self!r} was released on the cluster before "
                                "it was read")
+        if self.forks != atfork.forks():
+            # the parent's Client is not usable in a forked child (its event loop's thread
+            # was not carried over): a gather would wait forever
+            raise ExecutionError("an array held by a Dask cluster cannot be read in a forked "
+                                 "child process: the parent's connection to the cluster does "
+                                 "not work here (read it in the parent, or connect in the "
+                                 "child with ps.distributed.connect() and create it again)")
         refs = [self.refs[i] for i in idxs]
         client = _client_of(refs)
         try:

@@ -108,3 +108,56 @@ def test_process_pools(kind):
     assert out["sums"] == [2.0 * 200_000 * (i + 1) for i in range(4)]
     assert out["roots"] and out["scaled"]
     assert out["parent"] == 4 * 200_000
+
+
+DASK_FORK = r"""
+import json, os, sys
+import numpy as np
+import streamrt as ps
+
+
+def main():
+    ps.distributed.connect()                         # a LocalCluster: 2 worker processes
+    x = ps.asarray(np.ones((200_000, 4)), chunks=50_000)
+    out = {"parent": float(ps.sum(x * 2))}
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        res = {}
+        try:
+            res["local"] = float(ps.sum(ps.ones(300_000) * 3))
+            try:
+                res["dask"] = float(ps.sum(x * 3))
+            except ps.ExecutionError as e:
+                res["dask_error"] = str(e)
+        finally:
+            os.write(w, json.dumps(res).encode())
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    out["child"] = json.loads(os.read(r, 1 << 16).decode())
+    out["parent_again"] = float(ps.sum(x * 4))
+    ps.distributed.close()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_fork_of_a_process_attached_to_a_dask_cluster(tmp_path):
+    """The child computes locally; an array the cluster holds gives a clear error there (the
+    parent's Client is not usable in a child: a gather waited forever); the parent goes on."""
+    script = tmp_path / "dask_fork.py"              # (spawned workers re-import the main file)
+    script.write_text(DASK_FORK)
+    env = child_env(os.environ["STREAMRT_CACHE_DIR"])
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=180, cwd=tmp_path)       # (a hang guard, not a timing)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    print("\n", res)
+    assert res["parent"] == 1_600_000.0 and res["parent_again"] == 3_200_000.0
+    assert res["child"]["local"] == 900_000.0
+    assert "forked child" in res["child"]["dask_error"]
