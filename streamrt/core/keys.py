@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import numpy
 
@@ -160,3 +161,9 @@ def settings_key(backend: str) -> tuple:
         k = memo[backend] = (backend,) + tuple(getattr(settings, n) for n, f in FLAGS.items()
                                                if f.in_key)
     return k
+
+
+def discovery_key() -> list:
+    """What a device discovery kept on disk holds for (runtime/placement.py): this
+    interpreter, this machine, its core count and import path."""
+    return [sys.executable, os.uname().nodename, os.cpu_count(), os.environ.get("PYTHONPATH")]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import config, dtypes as D, errors, hooks, ir, keys, stats
 from ..core.config import settings
-from ..core.ops import OPS, UFUNC_TO_OP
+from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
@@ -71,10 +71,7 @@ def install(enqueue_plain):
         "ufunc_ops": {getattr(np, u): n for u, n in UFUNC_TO_OP.items()
                       if isinstance(getattr(np, u, None), np.ufunc)},
         "supported": set(D.SUPPORTED_SET), "materialize": array._materialize,
-        # float in, the same float out: a dying operand's buffer may take the result
-        "elidable": {"add", "subtract", "multiply", "divide", "power", "negative",
-                     "maximum", "minimum", "sqrt", "exp", "log", "sin", "cos", "tanh",
-                     "absolute", "square", "reciprocal"}})
+        "elidable": _elidable()})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)
@@ -109,6 +106,24 @@ def count(reset=False) -> int:
 def eager_count(reset=False) -> int:
     """Ops the C path ran on the NumPy tier since the last reset."""
     return _native.eager_count(reset) if _native is not None and _installed else 0
+
+
+def _elidable():
+    """The map ops whose NumPy definition is a ufunc giving float32 for float32 operands and
+    float64 for float64 (the op table's dtype rules): a dying operand's buffer may take the
+    result (_native.c, ``dying``)."""
+    out = set()
+    for name, op in OPS.items():
+        if op.kind != "map" or op.counter or not isinstance(op.ref, np.ufunc) or \
+                op.ref.nout != 1:
+            continue
+        try:
+            if all(map_dtypes(op, (np.dtype(t),) * op.arity)[0] == np.dtype(t)
+                   for t in ("float32", "float64")):
+                out.add(name)
+        except TypeError:
+            continue
+    return out
 
 
 def numpy_twin(f, ref, any_size=False):

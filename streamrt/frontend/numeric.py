@@ -493,24 +493,25 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return record_reduce("sum", t, (ax,), False, site=site)
 
 
-@_export
-def isreal(x):
-    """``imag(x) == 0`` (all True for a real array)."""
+def _imag_test(x, compare, real_answer):
+    """``imag(x) <compare> 0``; ``real_answer`` (ones or zeros) for a real array."""
     site = callsite()
     a = _as_array(x, site)
     if a.dtype.kind != "c":
-        return _creation.ones(a.shape, dtype=bool)
-    return record_map("equal", record_map("imag", a, site=site), 0, site=site)
+        return real_answer(a.shape, dtype=bool)
+    return record_map(compare, record_map("imag", a, site=site), 0, site=site)
+
+
+@_export
+def isreal(x):
+    """``imag(x) == 0`` (all True for a real array)."""
+    return _imag_test(x, "equal", _creation.ones)
 
 
 @_export
 def iscomplex(x):
     """``imag(x) != 0`` (all False for a real array)."""
-    site = callsite()
-    a = _as_array(x, site)
-    if a.dtype.kind != "c":
-        return _creation.zeros(a.shape, dtype=bool)
-    return record_map("not_equal", record_map("imag", a, site=site), 0, site=site)
+    return _imag_test(x, "not_equal", _creation.zeros)
 
 
 @_export

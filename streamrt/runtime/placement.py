@@ -95,7 +95,7 @@ def _devices_of_a_child(cache_dir=None):
     # leave this short-lived thread's settings cache behind, config.py)
     cache_dir = cache_dir if cache_dir is not None else config.cache_dir()
     path = os.path.join(cache_dir, "devices.json")
-    me = [sys.executable, os.uname().nodename, os.cpu_count(), os.environ.get("PYTHONPATH")]
+    me = keys.discovery_key()
     try:
         with open(path) as f:
             saved = json.load(f)

@@ -47,21 +47,27 @@ print(json.dumps({"r": r, "interrupt_s": t1 - t0, "next_s": t2 - t1, "v": v, "er
 """
 
 
-def test_sigint_cancels_the_read():
+def _interrupted_child(args, timeout, cwd=None):
+    """Run ``args`` (a child that prints "reading" before its long read), send it SIGINT
+    0.5 s into that read, and return its last line's JSON."""
     env = child_env(os.environ["STREAMRT_CACHE_DIR"])
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    p = subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=cwd)
     try:
         assert p.stdout.readline().strip() == "reading"
         time.sleep(0.5)
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)        # (a hang guard, not a timing)
+        out, err = p.communicate(timeout=timeout)   # (a hang guard, not a timing)
     finally:
         if p.poll() is None:
             p.kill()
     assert p.returncode == 0, err[-3000:]
-    res = json.loads(out.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_sigint_cancels_the_read():
+    res = _interrupted_child(["-c", CHILD], 60)
     print(f"\nSIGINT during a read: raised after {res['interrupt_s']:.2f} s; the next "
           f"computation took {res['next_s'] * 1e3:.0f} ms; {res['sorts']} of 60 sorts ran")
     assert res["r"] == "interrupted"
@@ -117,20 +123,7 @@ def test_sigint_cancels_a_read_on_a_dask_cluster(tmp_path):
     behind them."""
     script = tmp_path / "dask_child.py"              # (spawned workers re-import the main file)
     script.write_text(DASK_CHILD)
-    env = child_env(os.environ["STREAMRT_CACHE_DIR"])
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    p = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    try:
-        assert p.stdout.readline().strip() == "reading"
-        time.sleep(0.5)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=120)       # (a hang guard, not a timing)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err[-3000:]
-    res = json.loads(out.strip().splitlines()[-1])
+    res = _interrupted_child([str(script)], 120, cwd=tmp_path)
     print(f"\nSIGINT during a Dask read: raised after {res['interrupt_s']:.2f} s; the next "
           f"computation took {res['next_s'] * 1e3:.0f} ms; {res['cancelled']} tasks cancelled")
     assert res["r"] == "interrupted"
