@@ -235,3 +235,35 @@ def test_an_intrinsic_on_computed_inputs_runs_on_the_numpy_tier_at_any_size(tier
     w = ps.asarray(b0) * 2.0                   # an element-wise op over it is still recorded
     assert tier()["ops_recorded"] == 1
     assert_same(w, b0 * 2.0)
+
+
+def test_a_region_write_into_a_computed_array_reuses_its_buffer(tier):
+    """``a[r] = f(a[r])`` on a large computed array, nothing else reading it: the kernel
+    writes the region in place (no copy of ``a``, no new buffer); a write whose value reads
+    the array's other elements (a stencil) still gets a buffer of its own, and both give
+    NumPy's values."""
+    n = EAGER * 4
+    a0 = np.linspace(0.0, 1.0, n)
+    a = ps.asarray(a0)
+    a.numpy()
+    before = tier()["bytes_allocated"]
+    expect = a0.copy()
+    for _ in range(3):
+        a[10:] = ps.sin(a[10:]) * 2.0
+        expect[10:] = np.sin(expect[10:]) * 2.0
+        a.numpy()                      # computed again: the next write starts from it
+    st = tier()
+    assert st["bytes_allocated"] - before < n * 8       # the writes allocated no array
+    assert_same(a, expect, rtol=1e-15)
+    u = ps.asarray(a0)
+    e = a0.copy()
+    for _ in range(3):
+        u[1:-1] = u[:-2] + u[2:] - u[1:-1]
+        e[1:-1] = e[:-2] + e[2:] - e[1:-1]
+        u.numpy()
+    assert_same(u, e, rtol=1e-15)
+    held = ps.asarray(a0)
+    old = held[10:] * 1.0              # recorded work that reads held's buffer ...
+    held[10:] = ps.sin(held[10:])      # ... is computed before the write
+    assert_same(old, a0[10:])
+    assert_same(held, np.concatenate([a0[:10], np.sin(a0[10:])]))

@@ -34,12 +34,12 @@ def kernel_program(ops, stored, space, axes, caps, inplace=frozenset(), phases=N
     return prog
 
 
-def generate(entries, caps):
+def generate(entries, caps, reusable=frozenset()):
     """Build the program sequence for a flush. ``caps``: the backend's (``Executor.caps``) --
     ``render`` (its renderer, or None: one reference op per program), ``render_scan`` (fused
     scans), ``complex`` (it renders complex dtypes), ``max_ops`` and the switches of the
     passes (passes.py)."""
-    f = passes.run(entries, caps)
+    f = passes.run(entries, caps, reusable)
     programs = []
     for g in f.groups:
         if not g.ops:

@@ -61,11 +61,15 @@ def forward(live_ports, consumers, group_of):
     return stored
 
 
-def inplace_updates(groups, group_of, consumers):
+def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=()):
     """Region writes that may reuse their base's buffer instead of copying it: the base was
-    computed in this flush (so no earlier program can still read it), no Array holds it any
-    more, and every other read of it happens in the writing kernel at exactly the written
-    elements (``a[1:-1] *= 2``; not ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours)."""
+    computed in this flush (so no earlier program can still read it) or is one of
+    ``reusable`` (computed earlier, and the runtime knows nothing else can read it any more:
+    cscheduler.reusable_bases), no Array holds it any more, and every other read of it
+    happens in the writing kernel at exactly the written elements (``a[1:-1] *= 2``; not
+    ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours). The reads of a reusable base are
+    found among ``ops`` (the flush's live ops): they come through views computed before the
+    flush, which ``consumers`` does not follow."""
     out = set()
     for g in groups:
         if g.kind != "fused":
@@ -77,22 +81,24 @@ def inplace_updates(groups, group_of, consumers):
             if is_scratch(b) and b.released:
                 out.add(u.id)           # a fresh uninitialised buffer only this write sees
                 continue
-            if b.state != NEW or not b.released or b.kind not in ("map", "intrinsic") or \
-                    u.inputs[1] is b:            # ``u[::-1] = u`` reads the base itself
+            if not b.released or u.inputs[1] is b:     # ``u[::-1] = u`` reads the base itself
+                continue
+            if b.id not in reusable and (b.state != NEW or b.kind not in ("map", "intrinsic")):
                 continue
             off, shape, st = u.params
             want = (off, [0 if n == 1 else s for n, s in zip(shape, st)])
             ok = True
-            for c in consumers[b.id]:
-                if c is u:
-                    continue
-                readers, port = (consumers[c.id], c) if c.kind == "view" else ([c], b)
-                for d in readers:
-                    if group_of.get(d.id) != g.index or is_update(d) or \
-                            _space_strides(port, g.space) != want:
-                        ok = False
-                        break
-                if not ok:
+            if b.id in reusable:
+                reads = [(d, i) for d in ops for i in d.inputs
+                         if (i is b or i.kind == "view" and i.inputs[0] is b) and
+                         not (d is u and i is b)]
+            else:
+                reads = [(d, c) if c.kind == "view" else (c, b) for c in consumers[b.id]
+                         if c is not u for d in (consumers[c.id] if c.kind == "view" else (c,))]
+            for d, port in reads:
+                if group_of.get(d.id) != g.index or is_update(d) or \
+                        _space_strides(port, g.space) != want:
+                    ok = False
                     break
             if ok:
                 out.add(u.id)

@@ -26,10 +26,11 @@ class Flush:
     """What the passes know of one flush and build for it."""
 
     __slots__ = ("entries", "caps", "fuse", "max_ops", "ports", "live", "consumers", "dead",
-                 "ops", "groups", "gidx", "inlined", "stored", "scans", "inplace")
+                 "ops", "groups", "gidx", "inlined", "stored", "scans", "inplace", "reusable")
 
-    def __init__(self, entries, caps):
+    def __init__(self, entries, caps, reusable=frozenset()):
         self.entries, self.caps = entries, caps
+        self.reusable = reusable            # ids of computed bases a region write may reuse
         self.fuse = caps.get("fuse", True) and settings.fusion
         self.max_ops = caps.get("max_ops", 128)
         self.ports = self.live = self.dead = self.ops = ()
@@ -78,15 +79,16 @@ def fuse_scans(f):
 
 def inplace(f):
     if f.caps.get("fuse_updates"):
-        f.inplace = analysis.inplace_updates(f.groups, f.gidx, f.consumers)
+        f.inplace = analysis.inplace_updates(f.groups, f.gidx, f.consumers, f.reusable,
+                                               f.ops)
 
 
 PASSES = [liveness, schedule, inline_scalars, sink_ops, row_fuse, stores, fuse_scans, inplace]
 
 
-def run(entries, caps) -> Flush:
-    """The flush's state after every pass of ``PASSES``."""
-    f = Flush(entries, caps)
+def run(entries, caps, reusable=frozenset()) -> Flush:
+    """The flush's state after every pass of ``PASSES`` (``reusable``: see ``Flush``)."""
+    f = Flush(entries, caps, reusable)
     for p in PASSES:
         p(f)
     return f

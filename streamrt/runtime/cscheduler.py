@@ -11,7 +11,7 @@ import numpy as np
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
 from ..core.errors import CancelledError, MacroError, callsite, record_error
-from ..core.ir import DEAD, FAILED, NEW, SUBMITTED, is_scratch
+from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, is_scratch
 from .. import compiler
 from ..compiler import sequence
 from ..compiler.kernel import is_update
@@ -53,16 +53,19 @@ def _after_fork():
 atfork.register(_after_fork, before=_before_fork)
 
 
-def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False):
+def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_ok=False,
+                      reusable=frozenset()):
     """(program sequence, cache hit or None) for a flush: a trace-cache (or macro-cache) hit
     instantiates the cached template; a miss runs ProgGen and caches the template.
     ``direct_ok``: the flush would run its sequence inline with nothing observing it -- a hit
     whose template has a direct plan (executors/direct.py) runs it here instead and returns
-    (None, True)."""
+    (None, True). ``reusable``: see ``reusable_bases`` (part of the key)."""
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
         released = released_flags(kports)
+        if reusable:
+            released += (tuple(i for i, p in enumerate(kports) if p.id in reusable),)
         key = keys.trace_key(executor.name, kparts, released, macro_key)
         t = cache.lookup(key)
         prof = hooks.profiler
@@ -86,12 +89,41 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         if prof is not None:
             prof.cache(cache.stat[:5], False, _first_site(entries), why)
         cache.note(False)
-        seq = compiler.generate(entries, executor.caps)
+        seq = compiler.generate(entries, executor.caps, reusable)
         t = sequence.to_template(seq, kports)
         if t is not None:
             cache.insert(key, t, esites)
         return seq, False
-    return compiler.generate(entries, executor.caps), None
+    return compiler.generate(entries, executor.caps, reusable), None
+
+
+def reusable_bases(entries, q, executor):
+    """The ids of the computed host buffers that a region write of this flush may write in
+    place (compiler/analysis.py ``inplace_updates`` checks the reads within the flush): the
+    base of a region write that no Array holds any more, that no NumPy-tier view shows, and
+    that no recorded work outside this flush may still read -- nothing is in flight, and no
+    other work queue captured it (runtime/tiers.py). ``a[:i] += t`` in a loop otherwise
+    copies the whole of ``a`` into a fresh buffer at every iteration."""
+    if not executor.caps.get("fuse_updates"):
+        return frozenset()
+    f = _flow
+    if f is not None and f.inflight:
+        return frozenset()
+    out = None
+    for e in entries:
+        if e[0] != "compute":
+            continue
+        p = e[1]
+        if p.op != "update" or p.kind != "intrinsic":
+            continue
+        b = p.inputs[0]
+        if b.state == DONE and b.nrefs <= 0 and not b.eager_views and \
+                type(b.value) is np.ndarray and b.captured in (None, q) and \
+                b.value.flags.c_contiguous and b.value.flags.writeable:
+            if out is None:
+                out = set()
+            out.add(b.id)
+    return frozenset(out) if out else frozenset()
 
 
 def direct_ok():
@@ -154,7 +186,8 @@ def _flush(q, entries, kparts, kports, reason, macro_key, sent):
             executor, placed = routed, None
     direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
         and cluster is None and direct_ok()
-    seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct)
+    reusable = reusable_bases(entries, q, executor) if macro_key is None else frozenset()
+    seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct, reusable)
     if seq is None:                 # run by the template's direct plan (which counted it)
         _unwritten(entries)
         return None
