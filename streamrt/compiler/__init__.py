@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from ..core.config import settings
+from ..core.ir import is_scratch
 from . import passes, plan
-from .kernel import build_kernel, has_complex
+from .fusion import space_of
+from .kernel import build_kernel, has_complex, index_table
 from .sequence import Program, ProgramSequence
 
 
@@ -102,3 +106,76 @@ def split(prog, caps):
         sp = k.space
         out.append(kernel_program(part, cross, sp, k.axes if reds else (), caps))
     return out
+
+
+# ---- re-deriving a cached template for other sizes (the shape-generic trace cache) ----------
+def _stride_class(s):
+    return s if s == 0 or s == 1 else (2 if s > 0 else -2)
+
+
+def signature(kept, red, accesses, index):
+    """What a kernel's source depends on besides its ops and dtypes: the number of collapsed
+    loops, and per access (offset, kept strides, reduced strides) the strides that are 0 or 1
+    (the renderers write those as literals) and the others' signs (a view with a negative
+    stride is indexed from its offset); sizes, offsets and the other strides are read from
+    the index table at run time (kernel.index_table)."""
+    return (len(kept), len(red),
+            tuple((tuple(map(_stride_class, ks)), tuple(map(_stride_class, rs)))
+                  for ks, rs in accesses),
+            None if index is None else (tuple(map(_stride_class, index[0])),
+                                        tuple(map(_stride_class, index[1]))))
+
+
+def _broadcasts(shape, space):
+    return len(shape) <= len(space) and all(
+        a == 1 or a == b for a, b in zip(reversed(shape), reversed(space)))
+
+
+def reshape(t, ports, caps):
+    """A program sequence for ``ports`` from template ``t`` of the same trace over other
+    sizes and offsets (runtime/trace_cache.py's shape-generic entries), or None when the
+    template does not fit them. The fusion groups, what they store and the dead ports are
+    the template's; each kernel is rebuilt over the new ports (its loops, offsets and
+    strides), after checking what the passes checked against sizes: every op of a group
+    shares its space (an inlined op broadcasts to it), and a region write that reuses its
+    base still reads that base only at the written elements. A kernel whose signature is the
+    template's keeps its source (and compiled function) with a new index table; another is
+    rendered again."""
+    programs = []
+    for kind, ops, ins, outs, stored, kt, source, fn, table, partials, _w in t.programs:
+        pops = [ports[i] for i in ops]
+        sids = frozenset(ports[i].id for i in stored)
+        if kt is None:
+            programs.append(Program(kind, pops, [ports[i] for i in ins],
+                                    [ports[i] for i in outs], stored=sids))
+            continue
+        space = space_of(pops[-1])
+        for p in pops:
+            if space_of(p) != space and (p.kind != "map" or p.id in sids or
+                                         not _broadcasts(p.shape, space)):
+                return None
+        inplace = frozenset(ports[a[0]].id for a in kt[6] if a[1] == "alias")
+        k = build_kernel(pops, sids, space, kt[2] or (), inplace)
+        for a in k.stores:
+            if a.role != "alias" or is_scratch(a.port.inputs[0]):
+                continue
+            b = a.port.inputs[0]
+            for ld in k.loads:
+                lb = ld.port.inputs[0] if ld.port.kind == "view" else ld.port
+                if lb is b and (ld.off != a.off or ld.kept != a.kept or ld.red != a.red):
+                    return None
+        inputs = [a.port for a in k.loads]
+        inputs += [a.port.inputs[0] for a in k.stores if a.role in ("copy", "alias")]
+        prog = Program("kernel", pops, inputs + list(k.scalars),
+                       [a.port for a in k.stores] + list(k.reductions), kernel=k, stored=sids)
+        if fn == "host":
+            prog.fn = "host"
+        elif signature(kt[3], kt[4], [(a[3], a[4]) for a in kt[5] + kt[6]], kt[9]) == \
+                signature(k.kept, k.red, [(a.kept, a.red) for a in k.loads + k.stores],
+                          None if k.index is None else (k.index.kept, k.index.red)):
+            prog.source, prog.fn, prog.partials = source, fn, partials
+            prog.table = np.array(index_table(k, "")[0], dtype=np.int64)
+        else:
+            prog.source, prog.fn, prog.table, prog.partials = caps["render"](k, plan.choose(k))
+        programs.append(prog)
+    return ProgramSequence(programs, [ports[i] for i in t.dead])

@@ -63,9 +63,10 @@ def forward(live_ports, consumers, group_of):
 
 def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=()):
     """Region writes that may reuse their base's buffer instead of copying it: the base was
-    computed in this flush (so no earlier program can still read it) or is one of
-    ``reusable`` (computed earlier, and the runtime knows nothing else can read it any more:
-    cscheduler.reusable_bases), no Array holds it any more, and every other read of it
+    computed in this flush (so no earlier program can still read it) and no Array holds it
+    any more, or it is one of ``reusable`` (computed earlier, and the runtime knows nothing
+    else can read it any more, or that the write is meant to be seen by all its holders:
+    cscheduler.reusable_bases); and every other read of it
     happens in the writing kernel at exactly the written elements (``a[1:-1] *= 2``; not
     ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours). The reads of a reusable base are
     found among ``ops`` (the flush's live ops): they come through views computed before the
@@ -81,9 +82,10 @@ def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=()):
             if is_scratch(b) and b.released:
                 out.add(u.id)           # a fresh uninitialised buffer only this write sees
                 continue
-            if not b.released or u.inputs[1] is b:     # ``u[::-1] = u`` reads the base itself
+            if u.inputs[1] is b:        # ``u[::-1] = u`` reads the base itself
                 continue
-            if b.id not in reusable and (b.state != NEW or b.kind not in ("map", "intrinsic")):
+            if b.id not in reusable and (not b.released or b.state != NEW or
+                                         b.kind not in ("map", "intrinsic")):
                 continue
             off, shape, st = u.params
             want = (off, [0 if n == 1 else s for n, s in zip(shape, st)])

@@ -133,11 +133,15 @@ class ProgramSequence:
 # buffer stays alive through a cache) and is instantiated for new ports in one pass.
 
 class Template:
-    __slots__ = ("programs", "dead", "n", "sites", "direct")
+    __slots__ = ("programs", "dead", "n", "sites", "direct", "generic")
 
     def __init__(self, programs, dead, n, sites):
         self.programs, self.dead, self.n, self.sites = programs, dead, n, sites
         self.direct = None      # executors/direct.py: None (not tried), False or a TracePlan
+        # whether compiler.reshape can re-derive it for other sizes: no scan and no row
+        # kernel (their structure is chosen from sizes it does not re-check)
+        self.generic = all(kind in ("kernel", "intrinsic", "refop") and (kt is None or not kt[10])
+                           for kind, _, _, _, _, kt, *_ in programs)
 
 
 def to_template(seq, kports):

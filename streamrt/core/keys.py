@@ -143,6 +143,48 @@ def trace_key(backend, kparts, released, macro_key) -> TraceKey:
     return k
 
 
+# ---- shape-generic trace keys -----------------------------------------------------------------
+# A loop whose slice bounds change every iteration (a triangular loop: LU, syrk, Cholesky) makes
+# a new trace key every iteration. Its generic key keeps everything of the trace but the sizes:
+# each dim as 0, 1 or "more" (broadcasting and empty arrays change the code), each view's and
+# region's strides as 0, 1, positive or negative, no offsets. The trace cache keeps one template
+# per generic key, which compiler.reshape re-derives for the new ports.
+
+def _dims(shape):
+    return tuple([d if d < 2 else 2 for d in shape])
+
+
+def _strides(st):
+    return tuple([s if s == 0 or s == 1 else (2 if s > 0 else -2) for s in st])
+
+
+def _generic_desc(d):
+    if type(d) is int:
+        return d
+    if d[0] == "V":                 # ("V", dtype, shape, (offset, strides), base)
+        return ("V", d[1], _dims(d[2]), _strides(d[3][1]), d[4])
+    if d[0] == "X":
+        return ("X", d[1], _dims(d[2])) + d[3:]
+    return d
+
+
+def _generic_entry(e):
+    code, lasti, kind, op, params, dtype, shape, loop, ins = e
+    if kind == "view":
+        params = _strides(params[1])
+    elif op == "update" and kind == "intrinsic":
+        params = (_dims(params[1]), _strides(params[2]))
+    return (code, lasti, kind, op, params, dtype, _dims(shape), loop,
+            tuple([_generic_desc(d) for d in ins]))
+
+
+def generic_key(key: TraceKey) -> TraceKey:
+    """The shape-generic form of a trace key (see above)."""
+    k = TraceKey((key[0], tuple([_generic_entry(e) for e in key[1]]), key[2], key[3]))
+    k.h = tuple.__hash__(k)
+    return k
+
+
 def placement_key(kparts) -> tuple:
     """The trace a measured run time belongs to (scheduler/placement.py): its key entries and
     the code-changing settings, without the executor (times are kept per trace and executor)."""

@@ -27,7 +27,7 @@ from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexE
 from ..core.errors import MacroError
 from ..core.ops import OPS
 from ..backends.intrinsics import INTRINSICS
-from ..runtime import tiers as _tiers
+from ..runtime import cscheduler, tiers as _tiers
 from ..runtime.workqueue import current_queue
 from . import array as _array
 
@@ -151,6 +151,8 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
         if vh is None:
             if not base.eager_views:
                 return False
+            if key is None and _write_through(base, off, shape, st, value, site):
+                return True
             vh = value.numpy()
     else:
         vh = value
@@ -173,6 +175,34 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
     except (ValueError, TypeError, OverflowError, IndexError):
         return False        # (raised before writing: the recorded path raises streamrt's error)
     _tiers.note_eager()
+    return True
+
+
+def _write_through(base, off, shape, st, value, site):
+    """``base[region] = value`` now, ``value`` still to be computed by this thread's recorded
+    work and NumPy-tier views showing ``base``'s buffer (the left side of ``C[:i] += t``
+    is one): the region write is recorded and flushed at once, with ``base`` offered to the
+    compiler as a buffer its kernel may write in place (cscheduler.reusable_bases). The
+    kernel computing ``value`` then stores straight into the region, as NumPy's in-place
+    operators do, instead of into a new array copied over afterwards; when it may not (its
+    reads of ``base`` are not at the written elements), the region of the result it wrote is
+    copied in. False: not for this write (the value belongs to another thread's work)."""
+    q = current_queue()
+    if value._port.queue is not q or q.recording is not None:
+        return False
+    v = _value_port(value, base.dtype, shape, site)
+    c = base.captured           # the recorded work of other threads reading base runs first
+    for other in (c if isinstance(c, tuple) else (c,)) if c is not None else ():
+        if other is not q:
+            cscheduler.flush(other, reason="write")
+    cscheduler.wait_idle()
+    u = _array._enqueue(update_port(base, v, off, shape, st, site))
+    cscheduler.flush(q, reason="write", through=base)
+    cscheduler.ensure(u._port)
+    out = u._port.value
+    bv = base.value
+    if not (type(out) is np.ndarray and np.shares_memory(out, bv)):
+        strided(bv, off, shape, st)[...] = strided(u._port.host_value(), off, shape, st)
     return True
 
 
@@ -235,21 +265,32 @@ def _ufunc_name(name):
 
 def _inplace_now(name, a, other, site):
     """The NumPy tier's ``a op= b``: NumPy's own in-place ufunc into ``a``'s computed buffer
-    (its casting rule and errors), when ``a`` and ``b`` are computed and small."""
+    (its casting rule and errors), when ``a`` and ``b`` are computed and small -- or, at any
+    size, when NumPy-tier views of ``a``'s base make the write happen now."""
     lim = settings.eager_elements
     av = _array.host(a)
-    if av is None or av.size >= lim or not _tiers.eager_now():
+    if av is None or not _tiers.eager_now():
         return False
+    base = a._b if a._p is None else _base_of(a._p)
+    if av.size >= lim:
+        # a large target only when the write has to happen now anyway -- NumPy-tier views
+        # show its buffer (``C[:i] += t`` writes through one) -- and the operand is computed
+        # too: one op that nothing can fuse with, best run as NumPy's own
+        if base is None or not base.eager_views:
+            return False
+        lim = None
     if isinstance(other, _array.Array):
         ov = _array.host(other)
-        if ov is None or ov.size >= lim:
+        if ov is None or lim is not None and ov.size >= lim:
             return False
     elif isinstance(other, (bool, int, float, complex, np.generic)):
+        ov = other
+    elif type(other) is np.ndarray and other.dtype in D.SUPPORTED_SET and (
+            lim is None or other.size < lim):
         ov = other
     else:
         return False
     uf = getattr(np, OPS[name].ufunc)
-    base = a._b if a._p is None else _base_of(a._p)
     if base is not None:
         _tiers.settle(base)
     try:

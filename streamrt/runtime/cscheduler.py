@@ -80,6 +80,19 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
             if plan is None and direct_ok and jit.all_ready(seq):
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
+        gkey = None
+        if macro_key is None:
+            # the same code over other sizes (a triangular loop's shrinking slices)
+            gkey = keys.generic_key(key)
+            t = cache.lookup_generic(gkey)
+            if t is not None:
+                seq = compiler.reshape(t, kports, executor.caps)
+                if seq is not None:
+                    cache.note(True)
+                    stats.add("trace_cache_shape_hits")
+                    if prof is not None:
+                        prof.cache(cache.stat[:5], True, _first_site(entries))
+                    return seq, True
         esites = [e[1].site for e in entries if e[0] == "compute"]
         why = None
         if settings.debug >= 1 or prof is not None:
@@ -93,17 +106,20 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         t = sequence.to_template(seq, kports)
         if t is not None:
             cache.insert(key, t, esites)
+            if gkey is not None and t.generic:
+                cache.insert_generic(key, gkey, t)
         return seq, False
     return compiler.generate(entries, executor.caps, reusable), None
 
 
-def reusable_bases(entries, q, executor):
+def reusable_bases(entries, q, executor, through=None):
     """The ids of the computed host buffers that a region write of this flush may write in
     place (compiler/analysis.py ``inplace_updates`` checks the reads within the flush): the
     base of a region write that no Array holds any more, that no NumPy-tier view shows, and
     that no recorded work outside this flush may still read -- nothing is in flight, and no
     other work queue captured it (runtime/tiers.py). ``a[:i] += t`` in a loop otherwise
-    copies the whole of ``a`` into a fresh buffer at every iteration."""
+    copies the whole of ``a`` into a fresh buffer at every iteration. ``through`` (see
+    ``flush``) needs only the last two conditions."""
     if not executor.caps.get("fuse_updates"):
         return frozenset()
     f = _flow
@@ -117,7 +133,7 @@ def reusable_bases(entries, q, executor):
         if p.op != "update" or p.kind != "intrinsic":
             continue
         b = p.inputs[0]
-        if b.state == DONE and b.nrefs <= 0 and not b.eager_views and \
+        if b.state == DONE and (b is through or b.nrefs <= 0 and not b.eager_views) and \
                 type(b.value) is np.ndarray and b.captured in (None, q) and \
                 b.value.flags.c_contiguous and b.value.flags.writeable:
             if out is None:
@@ -144,8 +160,11 @@ def _first_site(entries):
     return None
 
 
-def flush(queue=None, reason="sync", macro_key=None, force=False):
-    """Compile and submit everything recorded in ``queue`` (default: this thread's)."""
+def flush(queue=None, reason="sync", macro_key=None, force=False, through=None):
+    """Compile and submit everything recorded in ``queue`` (default: this thread's).
+    ``through``: a computed base its region writes may write in place although Arrays and
+    NumPy-tier views show it (frontend/indexing.py ``_write_through``: the write is NumPy's
+    in-place write, seen by all of them; ``reusable_bases``)."""
     q = queue if queue is not None else current_queue()
     with q.lock:
         if q.recording is not None and not force:
@@ -155,7 +174,7 @@ def flush(queue=None, reason="sync", macro_key=None, force=False):
             return None
         sent = []
         try:
-            return _flush(q, entries, kparts, kports, reason, macro_key, sent)
+            return _flush(q, entries, kparts, kports, reason, macro_key, sent, through)
         except KeyboardInterrupt:
             if not sent:        # interrupted before its sequence was handed over (or while
                 _cancel_entries(entries)    # it ran inline: what had not run is cancelled)
@@ -175,7 +194,7 @@ def _cancel_entries(entries):
     stats.add("sequences_cancelled")
 
 
-def _flush(q, entries, kparts, kports, reason, macro_key, sent):
+def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None):
     """flush's work once the entries are taken (``sent`` gets the sequence when it is
     handed to the E-Scheduler or run)."""
     executor, placed = placement.choose(entries, kparts, q.taken_max)
@@ -186,7 +205,8 @@ def _flush(q, entries, kparts, kports, reason, macro_key, sent):
             executor, placed = routed, None
     direct = placed is None and reason in ("read", "sync") and executor.name == "cpu" \
         and cluster is None and direct_ok()
-    reusable = reusable_bases(entries, q, executor) if macro_key is None else frozenset()
+    reusable = reusable_bases(entries, q, executor, through) if macro_key is None \
+        else frozenset()
     seq, hit = _program_sequence(entries, kparts, kports, executor, macro_key, direct, reusable)
     if seq is None:                 # run by the template's direct plan (which counted it)
         _unwritten(entries)

@@ -6,7 +6,12 @@ most ``per_bucket`` traces (LRU) and the whole cache at most ``max_entries`` (LR
 The lookup is one dict probe: the key's hash is the cheap reject (entry count, key size and
 first call site all feed it), and a full compare runs only on a hash match -- once: the probe
 returns the stored key object, and the LRU bookkeeping that follows probes with that one
-(identity, no compare; a trace key is a few hundred tuples)."""
+(identity, no compare; a trace key is a few hundred tuples).
+
+A second map, bounded by ``max_entries`` too, keeps one template per *shape-generic* key
+(core/keys.py ``generic_key``): a trace that misses because its sizes or offsets changed finds
+the template of the same code over other sizes there, which ``compiler.reshape`` re-derives
+for the new ports (counted as a hit, and in ``trace_cache_shape_hits``)."""
 from __future__ import annotations
 
 import threading
@@ -47,6 +52,8 @@ class TraceCache:
         # there: what a work queue starting at that site follows while recording (read
         # without the lock: one dict probe)
         self.follow = {}
+        self.generic = LRUCache(maxsize=max_entries)    # generic key -> template
+        self._gkey = {}             # key -> its generic key (dropped with it)
         self.lock = threading.Lock()
         self.evictions = 0
 
@@ -82,6 +89,7 @@ class TraceCache:
             while len(b) >= self.per_bucket:
                 old, _ = b.popitem(last=False)
                 self._unfollow(old)
+                self._drop_generic(old)
                 self._all.pop(old, None)
                 self._sites.pop(old, None)
                 self._canon.pop(old, None)
@@ -94,6 +102,22 @@ class TraceCache:
             if key[1]:
                 self.follow[first] = key[1]
 
+    def lookup_generic(self, gkey):
+        with self.lock:
+            return self.generic.get(gkey)
+
+    def insert_generic(self, key, gkey, template):
+        """``template`` (inserted under ``key``) also serves ``gkey`` while ``key`` is kept."""
+        with self.lock:
+            if key in self._canon:
+                self.generic[gkey] = template
+                self._gkey[key] = gkey
+
+    def _drop_generic(self, key):
+        gkey = self._gkey.pop(key, None)
+        if gkey is not None and self.generic.get(gkey) is self._all.get(key):
+            self.generic.pop(gkey, None)
+
     def _unfollow(self, key):
         first = self._first(key)
         if self.follow.get(first) is key[1]:
@@ -101,6 +125,9 @@ class TraceCache:
 
     def _evicted(self, key):
         self._unfollow(key)
+        gkey = self._gkey.pop(key, None)
+        if gkey is not None:
+            self.generic.pop(gkey, None)
         first = self._first(key)
         b = self._buckets.get(first)
         if b is not None:
@@ -115,6 +142,8 @@ class TraceCache:
     def clear(self):
         with self.lock:
             self._all.clear()
+            self.generic.clear()
+            self._gkey.clear()
             self._canon.clear()
             self.follow.clear()
             self._buckets.clear()
@@ -123,7 +152,8 @@ class TraceCache:
 
     def info(self):
         with self.lock:
-            return {"entries": len(self._all), "buckets": len(self._buckets),
+            return {"entries": len(self._all), "generic_entries": len(self.generic),
+                    "buckets": len(self._buckets),
                     "max_entries": self._all.maxsize, "per_bucket": self.per_bucket,
                     "evictions": self.evictions}
 
