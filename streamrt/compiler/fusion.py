@@ -10,10 +10,11 @@ from .kernel import is_update
 
 
 class Group:
-    __slots__ = ("kind", "space", "axes", "ops", "index", "phases", "stash")
+    __slots__ = ("kind", "space", "axes", "ops", "index", "phases", "stash", "chunk")
 
-    def __init__(self, kind, space, axes, index):
+    def __init__(self, kind, space, axes, index, chunk=None):
         self.kind, self.space, self.axes, self.ops, self.index = kind, space, axes, [], index
+        self.chunk = chunk      # loop_chunks: the run of loop iterations its ops belong to
         self.phases = None      # row_fuse: the ops of each phase, run one row at a time ...
         self.stash = ()         # ... and the values a later phase reads from a row buffer
 
@@ -31,8 +32,8 @@ def axes_of(p):
     return p.params[0] if p.kind == "reduce" else None
 
 
-def _accepts(g, p, max_ops):
-    if g.kind != "fused" or len(g.ops) >= max_ops:
+def _accepts(g, p, max_ops, chunk=None):
+    if g.kind != "fused" or len(g.ops) >= max_ops or g.chunk != chunk:
         return False
     if space_of(p) != g.space:
         return False
@@ -45,11 +46,14 @@ def _accepts(g, p, max_ops):
     return True
 
 
-def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
+def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False, chunks=None):
     """Greedy fusion in recording order. A map or reduction joins the group of its latest
     same-shape map producer (register passing), else the latest compatible group that comes
-    after all its producers; intrinsics and ops with nothing to join start a new group."""
+    after all its producers; intrinsics and ops with nothing to join start a new group.
+    ``chunks`` (loop_chunks: port id -> run of loop iterations) keeps each group inside one
+    run."""
     groups, gidx = [], {}
+    chunk = None
     for p in ops:
         if p.kind == "view":
             continue
@@ -62,6 +66,8 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
             continue
         strict_lo, soft = 0, -1
         sp = space_of(p)
+        if chunks is not None:
+            chunk = chunks.get(p.id)
         for i in p.inputs:
             b = i.inputs[0] if i.kind == "view" else i
             gi = gidx.get(b.id)
@@ -74,21 +80,118 @@ def schedule(ops, fuse=True, max_ops=128, lookback=8, fuse_updates=False):
                 strict_lo = max(strict_lo, gi + 1)
         target = None
         lo = max(strict_lo, soft)
-        if soft >= strict_lo and _accepts(groups[soft], p, max_ops):
+        if soft >= strict_lo and _accepts(groups[soft], p, max_ops, chunk):
             target = groups[soft]
         else:
             for gi in range(len(groups) - 1, max(lo, len(groups) - lookback, 0) - 1, -1):
-                if _accepts(groups[gi], p, max_ops):
+                if _accepts(groups[gi], p, max_ops, chunk):
                     target = groups[gi]
                     break
         if target is None:
-            target = Group("fused", sp, None, len(groups))
+            target = Group("fused", sp, None, len(groups), chunk)
             groups.append(target)
         target.ops.append(p)
         if p.kind == "reduce":
             target.axes = axes_of(p)
         gidx[p.id] = target.index
     return groups, gidx
+
+
+LOOP_SMALL_OPS = 32      # loop_chunks: ops of whole iterations a kernel over a small space holds
+
+
+def loop_chunks(ops, max_ops, loop_elements):
+    """Where a flush repeats a loop body, the runs of whole iterations its kernels may span:
+    port id -> run number (for ``schedule``), or None when no op sequence repeats.
+
+    A flush recorded inside a loop (a threshold flush: thousands of ops, no read) is one body
+    of P ops over and over, starting and ending anywhere in it. Cut greedily at ``max_ops``,
+    its kernels start at a different op of the body each time (P does not divide the cap):
+    every kernel is a different source, each compiled -- 300 Lorenz steps on 1,000 elements
+    made 34 kernels of 128 ops, 21.6 s of Numba for a loop NumPy runs in 10 ms. Cut at
+    iteration boundaries instead, the kernels are alike and their source is compiled once.
+    Kernels over fewer than ``loop_elements`` elements hold as many whole iterations as
+    LOOP_SMALL_OPS ops allow, at least one: there a boundary (a store and a load of the
+    state, and a launch) costs a few microseconds, and each op more in the kernel ~2 ms of
+    compile time; larger ones hold as many iterations as ``max_ops`` allows.
+    docs/decisions.md has the measurements.
+
+    The body is found as the smallest period of the op sequence (each op's call site and
+    op), over the longest prefix -- or suffix -- that repeats at least twice; its first op is
+    the one where the body's least rotation starts, so the cut does not depend on where the
+    flush started."""
+    t = [_token(p) for p in ops if p.kind != "view"]
+    if len(t) <= max_ops:
+        return None                 # (fits one kernel: the trace is the unit that repeats)
+    per, m = _periodic_prefix(t)
+    rper, rm = _periodic_prefix(t[::-1])
+    if rm > m:
+        per, m, start = rper, rm, len(t) - rm
+    else:
+        start = 0
+    if per == 0 or 2 * m < len(t):
+        return None                 # no loop, or one that is not most of the flush
+    base = start + _least_rotation(t[start:start + per])
+    many = max(max_ops // per, 1)
+    few = max(min(LOOP_SMALL_OPS, max_ops) // per, 1)
+    chunks = {}
+    i = 0
+    for p in ops:
+        if p.kind == "view":
+            continue
+        k = many if math.prod(space_of(p)) >= loop_elements else few
+        chunks[p.id] = (i - base) // (per * k)
+        i += 1
+    return chunks
+
+
+def _token(p):
+    """An op as far as finding a loop body goes: its call site -- ordered the same in every
+    process (file, the function's first line, bytecode offset) -- op and shape."""
+    s = p.site
+    c = getattr(s, "code", None)
+    return (c.co_filename if c is not None else "", c.co_firstlineno if c is not None else 0,
+            getattr(s, "lasti", -1), p.kind, str(p.op), p.shape)
+
+
+def _periodic_prefix(t):
+    """(smallest period, length) of the longest prefix of ``t`` made of at least two copies of
+    its period (the last copy may be partial), or (0, 0): the prefix function (KMP)."""
+    n = len(t)
+    pi = [0] * n
+    best = (0, 0)
+    k = 0
+    for i in range(1, n):
+        x = t[i]
+        while k and x != t[k]:
+            k = pi[k - 1]
+        if x == t[k]:
+            k += 1
+        pi[i] = k
+        if k and 2 * k >= i + 1:            # length i+1, period i+1-k, at least twice
+            best = (i + 1 - k, i + 1)
+    return best
+
+
+def _least_rotation(w):
+    """Start of the lexicographically least rotation of ``w`` (the candidates: where its
+    least element stands)."""
+    n = len(w)
+    lo = min(w)
+    best = None
+    for c in range(n):
+        if w[c] != lo:
+            continue
+        if best is None:
+            best = c
+            continue
+        for j in range(1, n):
+            a, b = w[(c + j) % n], w[(best + j) % n]
+            if a != b:
+                if a < b:
+                    best = c
+                break
+    return best
 
 
 INLINE_MAX_OPS = 8       # ops of a small map kernel that may be recomputed by its consumers
@@ -145,8 +248,8 @@ def inline_scalars(groups, gidx, consumers):
 def sink_ops(groups, gidx, consumers, max_ops=128):
     """Element-wise ops whose values are all read by one later kernel over the same space
     (and held by no Array) move into that kernel: their values then pass in registers
-    instead of through memory. Greedy fusion misses this when an op in between forces the
-    consumer into a new group -- in ``2u - up + c * (roll(u, 1) + roll(u, -1) - 2u)`` the
+    instead of through memory (within one run of loop iterations: loop_chunks). Greedy
+    fusion misses this when an op in between forces the consumer into a new group -- in ``2u - up + c * (roll(u, 1) + roll(u, -1) - 2u)`` the
     rolled sum is a region-written array, so ``2u - up``, recorded first, would be stored
     and read back -- and when the first ops of a loop's next step join this step's kernel
     because their input is computed there. An op moves only if the values it reads from its
@@ -181,7 +284,7 @@ def sink_ops(groups, gidx, consumers, max_ops=128):
                         ok = False
                         break
                     t = groups[hc]
-                    if t.kind != "fused" or t.space != g.space:
+                    if t.kind != "fused" or t.space != g.space or t.chunk != g.chunk:
                         ok = False
                         break
                     target = hc
@@ -256,7 +359,8 @@ def row_fuse(groups, gidx, consumers, max_ops=128):
             if not h.ops:
                 j += 1
                 continue
-            if not plain(h) or h.space != g.space or h.axes not in (None, g.axes):
+            if not plain(h) or h.space != g.space or h.axes not in (None, g.axes) or \
+                    h.chunk != g.chunk:
                 break
             redo, keep, ok = {}, {}, True
             own = {p.id for p in h.ops}

@@ -4,7 +4,8 @@ place; a pass the backend's caps do not ask for returns at once. ``compiler.gene
 ``PASSES``, then builds one program per group.
 
   liveness        live ops, their consumers, the dead ones            (analysis.backward)
-  schedule        greedy fusion of element-wise chains and reductions  (fusion.schedule)
+  schedule        greedy fusion of element-wise chains and reductions, kept inside runs of
+                  whole loop iterations          (fusion.loop_chunks, fusion.schedule)
   inline_scalars  small 0-d / per-row arithmetic recomputed by its consumers   (fusion)
   sink_ops        element-wise ops moved into the one kernel that reads them   (fusion)
   row_fuse        a row reduction and the kernels using it as one row kernel   (fusion)
@@ -15,7 +16,9 @@ place; a pass the backend's caps do not ask for returns at once. ``compiler.gene
 Caps (the backend's, ``Executor.caps``) that switch passes on: ``fuse`` (all fusion; also
 STREAMRT_FUSION), ``fuse_updates`` (region writes join the kernel computing their value),
 ``inline_scalars``, ``sink_ops``, ``row_fusion`` (and STREAMRT_ROW_FUSION), ``fuse_scans``
-(and STREAMRT_FUSE_SCANS); ``max_ops`` bounds a kernel."""
+(and STREAMRT_FUSE_SCANS); ``max_ops`` bounds a kernel (and STREAMRT_MAX_KERNEL_OPS), and a
+flush that repeats a loop body is cut at its iterations (fusion.loop_chunks,
+STREAMRT_LOOP_KERNEL_ELEMENTS)."""
 from __future__ import annotations
 
 from ..core.config import settings
@@ -32,7 +35,8 @@ class Flush:
         self.entries, self.caps = entries, caps
         self.reusable = reusable            # ids of computed bases a region write may reuse
         self.fuse = caps.get("fuse", True) and settings.fusion
-        self.max_ops = caps.get("max_ops", 128)
+        # (the backend's bound, and STREAMRT_MAX_KERNEL_OPS: a device backend's caps are it)
+        self.max_ops = min(caps.get("max_ops", 128), settings.max_kernel_ops)
         self.ports = self.live = self.dead = self.ops = ()
         self.consumers = {}
         self.groups, self.gidx = [], {}     # fused groups in order; port id -> group index
@@ -49,8 +53,12 @@ def liveness(f):
 
 
 def schedule(f):
+    chunks = None
+    if f.fuse and f.max_ops > 1:
+        chunks = fusion.loop_chunks(f.ops, f.max_ops, settings.loop_kernel_elements)
     f.groups, f.gidx = fusion.schedule(f.ops, fuse=f.fuse, max_ops=f.max_ops,
-                                       fuse_updates=f.caps.get("fuse_updates", False))
+                                       fuse_updates=f.caps.get("fuse_updates", False),
+                                       chunks=chunks)
 
 
 def inline_scalars(f):

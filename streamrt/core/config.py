@@ -74,6 +74,12 @@ FLAGS = {
                             "Work-queue length that triggers a flush"),
     "max_kernel_ops": Flag("STREAMRT_MAX_KERNEL_OPS", 128, int,
                            "Largest number of ops ProgGen fuses into one kernel", in_key=True),
+    "loop_kernel_elements": Flag("STREAMRT_LOOP_KERNEL_ELEMENTS", 1 << 18, int,
+                                 "A flush that repeats a loop body is cut into kernels at its "
+                                 "iterations (alike kernels: one compile); kernels over fewer "
+                                 "elements than this hold as many iterations as 32 ops allow "
+                                 "(at least one), larger ones as many as "
+                                 "STREAMRT_MAX_KERNEL_OPS allows", in_key=True),
     "max_inflight": Flag("STREAMRT_MAX_INFLIGHT", 32, int,
                          "Flow control: program sequences in flight before the application blocks"),
     "trace_cache": Flag("STREAMRT_TRACE_CACHE", True, _bool,
