@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import streamrt as ps
-from streamrt.frontend import native
+from streamrt.frontend import native, pieces
 from streamrt.core import ir
 from streamrt.runtime import workqueue
 
@@ -116,6 +116,35 @@ def test_hot_operators_are_recorded_in_c(stats):
     s = stats()
     assert s["ops_recorded"] == 60
     assert s["ops_recorded_native"] == 60
+
+
+@needs_native
+def test_only_ops_reading_a_piecewise_array_leave_the_c_path(stats):
+    """While a rolled (piecewise) array lives, the ops that read it are recorded by the Python
+    path (piece by piece); every other op still by the C path."""
+    u = ps.asarray(np.ones(100, np.float32))
+    v = ps.asarray(np.ones(100, np.float32))
+
+    def body(u, v):
+        return ps.sqrt(u * 0.5 + v) - 1.0 / v, u < v
+
+    body(u, v)                       # first occurrences validate on the Python path
+    big = np.arange(pieces.MIN_ELEMENTS + 100, dtype=np.float32)
+    x = ps.asarray(big) * 1
+    ps.sync()
+    r = ps.roll(x, 3)
+    assert r._port in pieces.PIECEWISE
+    ps.reset_stats()
+    for _ in range(10):
+        a, b = body(u, v)
+    s = stats()
+    assert s["ops_recorded"] == s["ops_recorded_native"] == 60
+    ps.reset_stats()
+    y = r + x
+    z = ps.sqrt(r)
+    assert stats()["ops_recorded_native"] == 0
+    np.testing.assert_array_equal(np.asarray(y), np.roll(big, 3) + big)
+    np.testing.assert_array_equal(np.asarray(z), np.sqrt(np.roll(big, 3)))
 
 
 @needs_native

@@ -3,6 +3,9 @@ results equal NumPy's exactly, the rolled copies are never made (kernel counts),
 arrays keep the copy path."""
 from __future__ import annotations
 
+import time
+import weakref
+
 import numpy as np
 import pytest
 
@@ -182,3 +185,23 @@ def test_a_named_intermediate_is_read_whole(tmp_path):
     assert_same(s, np.roll(xv, 1) + np.roll(xv, -1))
     assert_same(t, np.roll(xv, 1) + np.roll(xv, -1) - 2.0 * xv)
     assert_same(u, (np.roll(xv, 2) - xv) * 3.0)
+
+
+def test_piecewise_ports_are_freed_with_their_arrays():
+    """Once no Array and no pending work needs them, the assembled ports leave the registry:
+    the idle E-Scheduler and executor threads kept their last message -- its programs, their
+    ports and buffers -- until the next one came (and a live piecewise port sent every op of
+    the process to the Python record path)."""
+    a = _rng(6).standard_normal((4, N // 4 + 3))
+    x = ps.asarray(a)
+    first = x._port.id
+    got = ps.gradient(x, 2.0, 3, edge_order=2)          # concatenated: pieces
+    for r, e in zip(got, np.gradient(a, 2.0, 3, edge_order=2)):
+        assert_same(r, e)
+    mine = [weakref.ref(p) for p in list(pieces.PIECEWISE.keys()) if p.id > first]
+    assert mine
+    del x, got, r
+    deadline = time.monotonic() + 10            # (the scheduler thread may still be finishing)
+    while any(w() is not None for w in mine) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [w() for w in mine if w() is not None] == []

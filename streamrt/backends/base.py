@@ -240,6 +240,9 @@ class Executor:
                 print(f"[streamrt] {self.name} {prog.describe()} {dt * 1e3:.3f} ms",
                       file=sys.stderr)
             done.append((on_done, prog, err, dt))
+            # (the worker then idles in get(): its locals must not keep the last program,
+            # its ports and their buffers alive -- `done` alone holds them until reported)
+            del msg, prog, on_done, seq, err
 
     def stop(self):
         if self._thread is not None:

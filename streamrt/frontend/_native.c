@@ -5,8 +5,8 @@
  *
  * Only the common case is here: an Array (op) Array of the same shape or (op) a Python
  * float/int whose dtype combination the Python path has validated before (its memo dicts),
- * called from user code, with no piecewise (rolled) array alive, no debugger hook, below
- * the queue threshold.  Everything else calls the Python implementation, which stays the
+ * called from user code, with no piecewise (rolled) operand, no debugger hook, below the
+ * queue threshold.  Everything else calls the Python implementation, which stays the
  * definition: the C code must make exactly what it makes (tests/test_native.py compares).
  *
  * Ports, Arrays, call sites and work queues are Python classes with __slots__; their
@@ -51,7 +51,7 @@ static PyObject *ids;            /* itertools.count: port ids, shared with Port.
 static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/NumPy) / False */
 static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
 static PyObject *ufast_memo;     /* array._UFAST: (op, dtype) -> (out, loop) dtypes */
-static PyObject *piecewise;      /* pieces.PIECEWISE.data: non-empty -> the Python path */
+static PyObject *piecewise;      /* pieces.PIECEWISE.data: an operand in it -> the Python path */
 static PyObject *hooks_dict;     /* core/hooks.py module dict (on_record) */
 static PyObject *current_queue;  /* workqueue.current_queue */
 static PyObject *settings;       /* config.settings (queue_threshold) */
@@ -724,12 +724,38 @@ fail:
     return NULL;
 }
 
-/* Whether the C path may record now: no piecewise array alive, no debugger hook. */
+/* Whether the C path may record now: no debugger hook. */
 static inline int plain_now(void) {
-    if (PyDict_GET_SIZE(piecewise) != 0)
-        return 0;
     PyObject *h = PyDict_GetItemWithError(hooks_dict, s_on_record);
     return h == NULL || h == Py_None;
+}
+
+/* Whether operand ``a`` is an Array over a piecewise port (a key of pieces.PIECEWISE): an op
+ * reading it may be recorded piece by piece (pieces.lower), which the Python path decides.
+ * Only the op's own operands count, as in pieces.lower; -1 on error. */
+static int piecewise_operand(PyObject *a) {
+    if (PyDict_GET_SIZE(piecewise) == 0 || Py_TYPE(a) != ArrayType)
+        return 0;
+    PyObject *p = SLOT(a, A_port);
+    if (p == NULL || p == Py_None)
+        return 0;                       /* (a NumPy-tier buffer: its port would be new) */
+    PyObject *ref = PyWeakref_NewRef(p, NULL);      /* (the dict's keys are weak references) */
+    if (ref == NULL)
+        return -1;
+    int r = PyDict_Contains(piecewise, ref);
+    Py_DECREF(ref);
+    return r;
+}
+
+/* plain_now() for an op reading ``a`` and ``b`` (NULL: one operand): 1 when the C path may
+ * record it, 0 when the Python path is to, -1 on error. */
+static inline int plain_for(PyObject *a, PyObject *b) {
+    if (!plain_now())
+        return 0;
+    int r = piecewise_operand(a);
+    if (r == 0 && b != NULL)
+        r = piecewise_operand(b);
+    return r < 0 ? -1 : !r;
 }
 
 /* ---- the NumPy tier (scheduler/tiers.py) ------------------------------------------------ */
@@ -1161,7 +1187,10 @@ static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
 }
 
 static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
-    if (!enabled || Py_TYPE(self) != ArrayType || !plain_now())
+    int plain = enabled && Py_TYPE(self) == ArrayType ? plain_for(self, other) : 0;
+    if (plain < 0)
+        return NULL;
+    if (!plain)
         return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
     PyObject *r = binop_eager(b, self, other);
     if (r != NULL || PyErr_Occurred())
@@ -1187,8 +1216,11 @@ static PyObject *binop_at(BinOp *b, PyObject *const *args, Py_ssize_t n) {
         return NULL;
     }
     PyObject *r = NULL;
-    if (enabled && Py_TYPE(args[0]) == ArrayType && Py_TYPE(args[2]) == SiteType &&
-        plain_now()) {
+    int plain = enabled && Py_TYPE(args[0]) == ArrayType && Py_TYPE(args[2]) == SiteType ?
+        plain_for(args[0], args[1]) : 0;
+    if (plain < 0)
+        return NULL;
+    if (plain) {
         r = binop_eager(b, args[0], args[1]);
         if (r == NULL && !PyErr_Occurred())
             r = binop_fast(b, args[0], args[1], args[2]);
@@ -1262,8 +1294,11 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
                                     PyObject *kwnames) {
     MapFunc *m = (MapFunc *)o;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n != 1 || kwnames != NULL || !enabled || Py_TYPE(args[0]) != ArrayType ||
-        !plain_now())
+    int plain = n == 1 && kwnames == NULL && enabled && Py_TYPE(args[0]) == ArrayType ?
+        plain_for(args[0], NULL) : 0;
+    if (plain < 0)
+        return NULL;
+    if (!plain)
         return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
     if (host_of(args[0]) != NULL) {     /* the NumPy tier */
         PyObject *r = eager_call(&m->ref, m->name, args, 1);
@@ -1697,6 +1732,8 @@ static PyObject *fast_vectorcall(PyObject *o, PyObject *const *args, size_t narg
                                  PyObject *kwnames) {
     Fast *f = (Fast *)o;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    /* (the NumPy tier only: computed operands, which pieces.lower never cuts -- it reads new
+     * ports -- so a piecewise operand does not matter here) */
     if (kwnames == NULL && enabled && n >= 1 && Py_TYPE(args[0]) == ArrayType && plain_now()) {
         if (f->kind == F_GETITEM && n == 2) {
             PyObject *r = getitem_fast(args[0], args[1]);
@@ -2050,6 +2087,7 @@ static PyObject *unwritten(PyObject *Py_UNUSED(mod), PyObject *entries) {
 /* array._enqueue_plain for a port the Python path built (a reduction, an intrinsic, a
  * view, ...): the same work-queue and key entries, in C; the unusual cases in Python. */
 static PyObject *py_enqueue(PyObject *Py_UNUSED(mod), PyObject *port) {
+    /* (whether to record piece by piece was decided before, in array._enqueue) */
     if (!enabled || Py_TYPE(port) != PortType || !plain_now())
         return call_enqueue(port);
     return enqueue(port);

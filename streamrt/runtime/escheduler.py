@@ -200,6 +200,9 @@ class EScheduler:
                 elif kind == "inline_done":
                     self._finish(msg[1], e)
                 # ("complete": each program's failure is delivered inside _complete)
+            # the thread then idles in get(): the last message must not keep its programs,
+            # their ports and buffers alive until the next one comes
+            del msg
 
     def _submit(self, seq, executor):
         for prog in seq.programs:
