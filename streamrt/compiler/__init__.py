@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core.config import settings
 from ..core.ir import is_scratch
+from ..core.keys import stride_classes
 from . import passes, plan
 from .fusion import space_of
 from .kernel import build_kernel, has_complex, index_table
@@ -109,10 +110,6 @@ def split(prog, caps):
 
 
 # ---- re-deriving a cached template for other sizes (the shape-generic trace cache) ----------
-def _stride_class(s):
-    return s if s == 0 or s == 1 else (2 if s > 0 else -2)
-
-
 def signature(kept, red, accesses, index):
     """What a kernel's source depends on besides its ops and dtypes: the number of collapsed
     loops, and per access (offset, kept strides, reduced strides) the strides that are 0 or 1
@@ -120,10 +117,8 @@ def signature(kept, red, accesses, index):
     stride is indexed from its offset); sizes, offsets and the other strides are read from
     the index table at run time (kernel.index_table)."""
     return (len(kept), len(red),
-            tuple((tuple(map(_stride_class, ks)), tuple(map(_stride_class, rs)))
-                  for ks, rs in accesses),
-            None if index is None else (tuple(map(_stride_class, index[0])),
-                                        tuple(map(_stride_class, index[1]))))
+            tuple((stride_classes(ks), stride_classes(rs)) for ks, rs in accesses),
+            None if index is None else (stride_classes(index[0]), stride_classes(index[1])))
 
 
 def _broadcasts(shape, space):

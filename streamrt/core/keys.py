@@ -137,7 +137,12 @@ class TraceKey(tuple):
         return self.h
 
 
-def trace_key(backend, kparts, released, macro_key) -> TraceKey:
+def trace_key(backend, kparts, released, macro_key, kports=(), reusable=frozenset()) -> TraceKey:
+    """The trace-cache key of a flush. ``reusable`` (ids of computed bases its region writes
+    may write in place: runtime/cscheduler.reusable_bases) changes the code: their numbers
+    among ``kports`` join the released flags."""
+    if reusable:
+        released += (tuple(i for i, p in enumerate(kports) if p.id in reusable),)
     k = TraceKey((settings_key(backend), kparts_of(kparts), released, macro_key))
     k.h = tuple.__hash__(k)
     return k
@@ -154,7 +159,9 @@ def _dims(shape):
     return tuple([d if d < 2 else 2 for d in shape])
 
 
-def _strides(st):
+def stride_classes(st):
+    """Strides as the generated code sees them: 0 and 1 (written as literals) and the sign of
+    the others (compiler.signature uses the same classes)."""
     return tuple([s if s == 0 or s == 1 else (2 if s > 0 else -2) for s in st])
 
 
@@ -162,7 +169,7 @@ def _generic_desc(d):
     if type(d) is int:
         return d
     if d[0] == "V":                 # ("V", dtype, shape, (offset, strides), base)
-        return ("V", d[1], _dims(d[2]), _strides(d[3][1]), d[4])
+        return ("V", d[1], _dims(d[2]), stride_classes(d[3][1]), d[4])
     if d[0] == "X":
         return ("X", d[1], _dims(d[2])) + d[3:]
     return d
@@ -171,9 +178,9 @@ def _generic_desc(d):
 def _generic_entry(e):
     code, lasti, kind, op, params, dtype, shape, loop, ins = e
     if kind == "view":
-        params = _strides(params[1])
+        params = stride_classes(params[1])
     elif op == "update" and kind == "intrinsic":
-        params = (_dims(params[1]), _strides(params[2]))
+        params = (_dims(params[1]), stride_classes(params[2]))
     return (code, lasti, kind, op, params, dtype, _dims(shape), loop,
             tuple([_generic_desc(d) for d in ins]))
 

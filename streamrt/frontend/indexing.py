@@ -191,11 +191,7 @@ def _write_through(base, off, shape, st, value, site):
     if value._port.queue is not q or q.recording is not None:
         return False
     v = _value_port(value, base.dtype, shape, site)
-    c = base.captured           # the recorded work of other threads reading base runs first
-    for other in (c if isinstance(c, tuple) else (c,)) if c is not None else ():
-        if other is not q:
-            cscheduler.flush(other, reason="write")
-    cscheduler.wait_idle()
+    _tiers.settle(base, own=q)  # (the recorded work of other threads reading base runs first)
     u = _array._enqueue(update_port(base, v, off, shape, st, site))
     cscheduler.flush(q, reason="write", through=base)
     cscheduler.ensure(u._port)

@@ -63,10 +63,8 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
     cache = macro_cache.get() if macro_key is not None else trace_cache.get()
     use = kparts is not None and (macro_key is not None or settings.trace_cache)
     if use and kparts:
-        released = released_flags(kports)
-        if reusable:
-            released += (tuple(i for i, p in enumerate(kports) if p.id in reusable),)
-        key = keys.trace_key(executor.name, kparts, released, macro_key)
+        key = keys.trace_key(executor.name, kparts, released_flags(kports), macro_key, kports,
+                             reusable)
         t = cache.lookup(key)
         prof = hooks.profiler
         if t is not None:

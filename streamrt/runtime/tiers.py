@@ -69,16 +69,20 @@ def capture(port, q):
                 b.captured = (c, q) if not isinstance(c, tuple) else c + (q,)
 
 
-def settle(base):
+def settle(base, own=None):
     """Before ``base``'s buffer is written in place: the recorded work that reads it has run
-    (its queues flushed, everything in flight finished)."""
+    (its queues flushed, everything in flight finished). ``own``: a work queue left as it is
+    (the write is flushed with it: frontend/indexing.py ``_write_through``); everything in
+    flight is waited for then too."""
     c = base.captured
-    if c is None:
+    if c is None and own is None:
         return
-    for q in (c if isinstance(c, tuple) else (c,)):
-        cscheduler.flush(q, reason="write")
+    qs = () if c is None else c if isinstance(c, tuple) else (c,)
+    for q in qs:
+        if q is not own:
+            cscheduler.flush(q, reason="write")
     cscheduler.wait_idle()
-    base.captured = None
+    base.captured = own if own in qs else None
 
 
 def eager_now() -> bool:

@@ -52,7 +52,7 @@ class TraceCache:
         # there: what a work queue starting at that site follows while recording (read
         # without the lock: one dict probe)
         self.follow = {}
-        self.generic = LRUCache(maxsize=max_entries)    # generic key -> template
+        self.generic = LRUCache(maxsize=max_entries)    # generic key -> (key, template)
         self._gkey = {}             # key -> its generic key (dropped with it)
         self.lock = threading.Lock()
         self.evictions = 0
@@ -104,19 +104,23 @@ class TraceCache:
 
     def lookup_generic(self, gkey):
         with self.lock:
-            return self.generic.get(gkey)
+            e = self.generic.get(gkey)
+            return None if e is None else e[1]
 
     def insert_generic(self, key, gkey, template):
         """``template`` (inserted under ``key``) also serves ``gkey`` while ``key`` is kept."""
         with self.lock:
             if key in self._canon:
-                self.generic[gkey] = template
+                self.generic[gkey] = (key, template)
                 self._gkey[key] = gkey
 
     def _drop_generic(self, key):
+        """``key`` leaves the cache: so does the generic entry it serves (not a newer one)."""
         gkey = self._gkey.pop(key, None)
-        if gkey is not None and self.generic.get(gkey) is self._all.get(key):
-            self.generic.pop(gkey, None)
+        if gkey is not None:
+            e = self.generic.get(gkey)
+            if e is not None and e[0] is key:
+                del self.generic[gkey]
 
     def _unfollow(self, key):
         first = self._first(key)
@@ -125,9 +129,7 @@ class TraceCache:
 
     def _evicted(self, key):
         self._unfollow(key)
-        gkey = self._gkey.pop(key, None)
-        if gkey is not None:
-            self.generic.pop(gkey, None)
+        self._drop_generic(key)
         first = self._first(key)
         b = self._buckets.get(first)
         if b is not None:
