@@ -61,14 +61,18 @@ def forward(live_ports, consumers, group_of):
     return stored
 
 
-def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=()):
+def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=(),
+                    inlined=frozenset()):
     """Region writes that may reuse their base's buffer instead of copying it: the base was
     computed in this flush (so no earlier program can still read it) and no Array holds it
     any more, or it is one of ``reusable`` (computed earlier, and the runtime knows nothing
     else can read it any more, or that the write is meant to be seen by all its holders:
     cscheduler.reusable_bases); and every other read of it
     happens in the writing kernel at exactly the written elements (``a[1:-1] *= 2``; not
-    ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours). The reads of a reusable base are
+    ``u[1:-1] = u[:-2] + u[2:]``, which reads neighbours) or in a kernel that runs before it
+    (programs run in sequence order on every executor that fuses region writes; an op
+    ``inlined`` into its consumers is recomputed wherever they are, so it does not count as
+    run before). The reads of a reusable base are
     found among ``ops`` (the flush's live ops): they come through views computed before the
     flush, which ``consumers`` does not follow."""
     out = set()
@@ -98,7 +102,10 @@ def inplace_updates(groups, group_of, consumers, reusable=frozenset(), ops=()):
                 reads = [(d, c) if c.kind == "view" else (c, b) for c in consumers[b.id]
                          if c is not u for d in (consumers[c.id] if c.kind == "view" else (c,))]
             for d, port in reads:
-                if group_of.get(d.id) != g.index or is_update(d) or \
+                gd = group_of.get(d.id)
+                if gd is not None and gd < g.index and d.id not in inlined:
+                    continue            # (it has run when this kernel writes)
+                if gd != g.index or is_update(d) or \
                         _space_strides(port, g.space) != want:
                     ok = False
                     break

@@ -88,7 +88,7 @@ def fuse_scans(f):
 def inplace(f):
     if f.caps.get("fuse_updates"):
         f.inplace = analysis.inplace_updates(f.groups, f.gidx, f.consumers, f.reusable,
-                                               f.ops)
+                                               f.ops, f.inlined)
 
 
 PASSES = [liveness, schedule, inline_scalars, sink_ops, row_fuse, stores, fuse_scans, inplace]

@@ -3,6 +3,7 @@ runtime state); its states; ``strided``, the one way a view's elements are read 
 base buffer; ``scratch_port``, the uninitialised buffers region writes take over."""
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -16,12 +17,18 @@ _ids = itertools.count(1)
 NEW, SUBMITTED, DONE, FAILED, DEAD = range(5)
 
 
-def c_strides(shape):
+@functools.lru_cache(maxsize=1024)
+def _c_strides(shape):
     st, acc = [], 1
     for s in reversed(shape):
         st.append(acc)
         acc *= s
     return tuple(reversed(st))
+
+
+def c_strides(shape):
+    """The element strides of a C-ordered array of ``shape``."""
+    return _c_strides(tuple(shape))
 
 
 class Port:

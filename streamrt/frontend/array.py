@@ -530,6 +530,10 @@ def basic_index(p, key, site):
         key = (key,)
     base, off, st = p.base_view()
     shape = p.shape
+    if len(key) <= len(shape):
+        r = _simple_index(key, off, shape, st)
+        if r is not None:
+            return r
     n_idx = sum(1 for k in key if k is not None and k is not Ellipsis)
     if any(isinstance(k, (np.ndarray, list, Array)) or (isinstance(k, (bool, np.bool_))) for k in key):
         return None
@@ -575,6 +579,37 @@ def basic_index(p, key, site):
     return off, tuple(new_shape), tuple(new_st)
 
 
+def _simple_index(key, off, shape, st):
+    """basic_index's common case -- Python ints in range and slices of step not 0, one per
+    leading dimension -- or None for basic_index's general path (and its errors)."""
+    new_shape, new_st = [], []
+    dim = 0
+    for k in key:
+        t = type(k)
+        n = shape[dim]
+        if t is slice:
+            if k.step == 0:
+                return None
+            start, stop, step = k.indices(n)
+            ln = len(range(start, stop, step))
+            new_shape.append(ln)
+            new_st.append(st[dim] * step)
+            if ln:
+                off += start * st[dim]
+        elif t is int:
+            i = k + n if k < 0 else k
+            if not 0 <= i < n:
+                return None
+            off += i * st[dim]
+        else:
+            return None
+        dim += 1
+    if dim < len(shape):
+        new_shape.extend(shape[dim:])
+        new_st.extend(st[dim:])
+    return off, tuple(new_shape), tuple(new_st)
+
+
 def _basic_item(k):
     return (type(k) is int or type(k) is slice or k is Ellipsis or k is None or
             isinstance(k, np.integer))
@@ -604,26 +639,6 @@ def _eager_key(key):
     return (tuple(out) if type(key) is tuple else out[0]), basic
 
 
-def _small_basic_read(a, key):
-    """Whether ``a[key]`` (``a`` recorded, not computed yet) is a small basic index -- an
-    element or a view under STREAMRT_EAGER_ELEMENTS -- and ``a`` has now been computed for
-    it: the small ops that follow such a read (a loop over the rows of a large array) then
-    run on the NumPy tier instead of recording a tiny kernel each (docs/guide.md, Tiers)."""
-    hk = _eager_key(key)
-    if hk is None or not hk[1] or a._p is None:
-        return False
-    try:        # the result's shape, from a zero-strided stand-in (no data touched)
-        shape = np.lib.stride_tricks.as_strided(
-            _ZERO, a.shape, (0,) * len(a.shape), writeable=False)[hk[0]].shape
-    except (IndexError, TypeError, ValueError):
-        return False                    # (the recorded path raises streamrt's error)
-    if math.prod(shape) >= settings.eager_elements:
-        return False
-    a.numpy()
-    return host(a) is not None
-
-
-_ZERO = np.zeros(1, dtype=np.int8)
 
 
 def _static_key(key):
@@ -1028,8 +1043,6 @@ class Array:
                 if b is None:
                     b = self._port.base_view()[0]
                 return eager_array(r, b)
-        elif v is None and _tiers.eager_now() and _small_basic_read(self, key):
-            return self[key]            # (computed now: the NumPy tier above)
         site = callsite()
         if isinstance(key, Array):
             key = key.numpy() if key.ndim == 0 and key.dtype.kind in "iu" else (key,)
@@ -1037,6 +1050,15 @@ class Array:
         if r is None:
             return _indexing.gather(self, key, site)
         off, shape, st = r
+        if v is None and self._p is not None and math.prod(shape) < settings.eager_elements \
+                and _tiers.eager_now():
+            # a small basic read (an element, a row) of an array not computed yet: it is
+            # computed now, so that the small ops that follow -- a loop over the rows of a
+            # large array -- run on the NumPy tier instead of recording a tiny kernel each
+            # (docs/guide.md, Tiers)
+            self.numpy()
+            if host(self) is not None:
+                return self[key]
         return _view(self._port, off, shape, st, site, src=self)
 
     def __setitem__(self, key, value):

@@ -185,6 +185,38 @@ def _ufunc_into(p, out):
     return True
 
 
+def _region_values(ops, regions, outs, k):
+    """Value port id -> the region of its base it may be computed into, for the region
+    writes ``regions`` of an interpreted kernel: as NumPy's ``a[1:] -= t`` writes into
+    ``a``'s elements, the write's value is not computed into a temporary and then copied.
+    The value must be an op of this kernel read by the write alone, of the region's shape
+    and dtype, not kept; and, where the region is its base's own buffer ('alias'), no op
+    after it but the write may read that base (the analysis lets the kernel read the base
+    only at the written elements, which the value's own ufunc may do: NumPy's overlap
+    rules cover an output that is exactly an input)."""
+    pos = {p.id: n for n, p in enumerate(ops)}
+    uses = {}
+    for p in ops:
+        for i in p.inputs:
+            uses[i.id] = uses.get(i.id, 0) + 1
+    alias = {a.port.id for a in k.stores if a.role == "alias"}
+    out = {}
+    for u in ops:
+        if u.id not in regions:
+            continue
+        v, b = u.inputs[1], u.inputs[0]
+        off, shape, st = u.params
+        if v.id not in pos or v.id in outs or uses.get(v.id) != 1 or v.kind != "map" or \
+                tuple(v.shape) != tuple(shape) or v.dtype != u.dtype or v is b:
+            continue
+        if u.id in alias and any(
+                i is b or i.kind == "view" and i.inputs[0] is b
+                for q in ops[pos[v.id] + 1:pos[u.id]] for i in q.inputs):
+            continue
+        out[v.id] = strided(u.value, off, shape, st)
+    return out
+
+
 class CPUExecutor(Executor):
     name = "cpu"
 
@@ -248,12 +280,18 @@ class CPUExecutor(Executor):
             if a.role in ("copy", "alias") and a.port.inputs[0].id not in mine:
                 prepare_region_write(a, self.alloc)
                 regions.add(a.port.id)
+        into_region = _region_values(ops, regions, outs, k) if regions else {}
+        written = set()
         for n, p in enumerate(ops):
             dead = [i for i in p.inputs
                     if last.get(i.id) == n and i.id not in outs and i.id in mine]
             if p.id in regions:
-                off, shape, st = p.params
-                strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
+                if p.inputs[1].id not in written:
+                    off, shape, st = p.params
+                    strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
+            elif (r := into_region.get(p.id)) is not None and _ufunc_into(p, r):
+                p.value = r                     # (computed straight into the region)
+                written.add(p.id)
             elif (into := p.value if p.value is not None else _spare(p, dead)) is None or \
                     not _ufunc_into(p, into):
                 r = run_refop(p, ref_value)
