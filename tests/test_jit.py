@@ -131,6 +131,45 @@ def test_a_second_process_finds_the_kernels_compiled(tmp_path):
     assert second.stdout.split() == ["0", "2", "0"]      # loaded from the disk cache
 
 
+AFTER_EXIT = """
+import sys, numpy as np, streamrt as ps
+from streamrt.backends.numba_cpu import jit
+jit.KERNEL_LOAD_S, jit.NUMBA_LOAD_S = 0.0, {numba_load}
+x = ps.asarray(np.random.default_rng(0).random({n}))
+for _ in range(3):
+    s = float(ps.sum(ps.sin(x) * x + 1.0))
+st = ps.runtime_stats()
+print(st["kernels_interpreted"], st["kernels_launched"], st["compiles_requested"],
+      "numba" in sys.modules)
+"""
+
+
+def test_a_kernel_that_pays_only_for_its_load_compiles_after_exit(tmp_path):
+    """A kernel whose gain pays for loading it but not for loading Numba into a short run is
+    not compiled during the run (the worker would compete with it for the machine); the
+    worker compiles it after the process has exited. The next run loads it only when the
+    gain recorded for it pays for loading Numba, at its first launch."""
+    import glob
+    import time
+    env = child_env(tmp_path, STREAMRT_JIT="background")
+
+    def run(numba_load):
+        out = subprocess.run([sys.executable, "-c", AFTER_EXIT.format(n=N, numba_load=numba_load)],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    assert run(1e9) == ["3", "0", "0", "False"]           # nothing compiled, Numba not loaded
+    deadline = time.monotonic() + 120
+    while not glob.glob(str(tmp_path / "numba" / "*.parallel")) + \
+            glob.glob(str(tmp_path / "numba" / "*.serial")):
+        assert time.monotonic() < deadline, "the worker did not compile after exit"
+        time.sleep(0.1)
+    assert glob.glob(str(tmp_path / "numba" / "*.gain-*"))
+    assert run(1e9) == ["3", "0", "0", "False"]           # its gain does not pay for Numba
+    assert run(0.0) == ["0", "3", "0", "True"]            # it does: loaded at its first launch
+
+
 PROGRESS = r"""
 import time
 import numpy as np

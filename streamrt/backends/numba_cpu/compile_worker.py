@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .executor import _setup_numba
-from .program_cache import _slp, private
+from .program_cache import _slp, _write_atomic, private
 
 
 def numba_types(desc):
@@ -45,6 +45,9 @@ def compile_one(path, name, fn, desc):
     with _slp():
         getattr(mod, fn).compile(numba_types(desc))
     private(path)
+    # (the variant's marker: the next process finds it compiled, even when the application
+    # that asked has exited before this compile finished -- jit.py _Service.close)
+    _write_atomic(path[:-3] + (".serial" if fn.endswith("_serial") else ".parallel"), "")
 
 
 def main():
@@ -68,8 +71,11 @@ def main():
             if isinstance(e, KeyboardInterrupt):
                 return
             reply = (rid, False, time.perf_counter() - t0, f"{type(e).__name__}: {e}"[:2000])
-        pickle.dump(reply, stdout)
-        stdout.flush()
+        try:
+            pickle.dump(reply, stdout)
+            stdout.flush()
+        except OSError:              # the application has exited: finish the queue silently
+            pass
 
 
 if __name__ == "__main__":

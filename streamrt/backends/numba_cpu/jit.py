@@ -8,10 +8,23 @@ process slowed the application thread 6.6x (docs/decisions.md).
 
 Cost model, per kernel variant: its interpreted runs so far took ``seconds``; as many runs
 are expected ahead (a loop that ran n times is likely to run about n more), each faster by the
-fused kernel's estimated speed-up; compiling pays when that saving exceeds (STREAMRT_JIT_MARGIN
-times) what the switch costs this process: loading the kernel, and loading Numba until what all interpreted
-kernels together would have saved pays for that once. A variant whose
-compile failed stays interpreted, and that is remembered (a marker file beside the module)."""
+fused kernel's estimated speed-up (its *gain*). Two decisions use it:
+
+* *compiling now*, in the worker process, is requested once the gain exceeds
+  (STREAMRT_JIT_MARGIN times) what the switch costs this process: loading the kernel, and
+  loading Numba (about 0.4 s, once) until what all interpreted kernels together would have
+  saved pays for that. The worker competes with this process for the machine (on a 2-vCPU
+  VM it slowed a 0.26 s run by 70-120 ms), so a kernel that pays only the kernel's load is
+  not compiled now but *at exit*: the worker compiles the (at most EXIT_COMPILES) best such
+  variants after this process has gone, for the next run of the script;
+* *switching* to a compiled variant: one a previous process compiled is used at once when
+  Numba is loaded, or when the gain that process recorded for it (``program_cache.
+  note_gain``) pays for loading Numba; otherwise once this process's own interpreted runs
+  would have paid for it.
+
+Compiles in flight at exit are finished by the worker after this process has gone. A
+variant whose compile failed stays interpreted, and that is remembered (a marker file
+beside the module)."""
 from __future__ import annotations
 
 import atexit
@@ -31,6 +44,7 @@ COLD, QUEUED, READY, FAILED = "cold", "queued", "ready", "failed"
 NUMBA_LOAD_S = 0.6       # importing Numba and starting its thread pool, once per process
 KERNEL_LOAD_S = 0.03     # loading one compiled kernel from the disk cache
 MAX_KERNELS = 4096
+EXIT_COMPILES = 4        # variants compiled after exit for the next run, at most
 
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
@@ -38,10 +52,12 @@ _saved_all = 0.0     # what compiled kernels would have saved over every interpr
 
 
 class _Variant:
-    __slots__ = ("state", "runs", "seconds", "error")
+    __slots__ = ("state", "runs", "seconds", "error", "gain", "prior")
 
     def __init__(self):
         self.state, self.runs, self.seconds, self.error = COLD, 0, 0.0, None
+        self.gain = 0.0          # what the compiled kernel would have saved so far, here
+        self.prior = 0.0         # ... in the process that compiled it (read from disk)
 
 
 def mode() -> str:
@@ -61,13 +77,24 @@ def _variant(source, serial):
             v.state = FAILED
         elif program_cache.compiled_on_disk(source, serial):
             v.state = READY              # (a second process: built before, loaded when used)
+            v.prior = program_cache.noted_gain(source, serial)
     return v
+
+
+def _usable(v) -> bool:
+    """Whether compiled variant ``v`` runs compiled now: Numba is loaded, or loading it pays
+    (see the module's docstring)."""
+    if v.state != READY:
+        return False
+    if "numba" in sys.modules:
+        return True
+    return max(_saved_all, v.prior) >= settings.jit_margin * NUMBA_LOAD_S
 
 
 def ready(prog, serial) -> bool:
     """Whether the variant of ``prog``'s kernel runs compiled now."""
     with _lock:
-        return _variant(prog.source, serial).state == READY
+        return _usable(_variant(prog.source, serial))
 
 
 _serial_only = False      # a forked child of a process whose OpenMP team ran (_after_fork)
@@ -88,7 +115,7 @@ def all_ready(seq) -> bool:
     with _lock:
         for prog in seq.programs:
             if prog.kind == "kernel" and \
-                    _variant(prog.source, use_serial(prog.kernel.elements)).state != READY:
+                    not _usable(_variant(prog.source, use_serial(prog.kernel.elements))):
                 return False
     return True
 
@@ -101,8 +128,8 @@ def none_ready(seq) -> bool:
         return False
     with _lock:
         for prog in seq.programs:
-            if prog.kind == "kernel" and (m == "background" and _variant(
-                    prog.source, use_serial(prog.kernel.elements)).state == READY):
+            if prog.kind == "kernel" and (m == "background" and _usable(_variant(
+                    prog.source, use_serial(prog.kernel.elements)))):
                 return False
             if prog.kind == "scan" and (m == "background" and program_cache.compiled_on_disk(
                     prog.source, use_serial(prog.ops[-1].size))):
@@ -128,27 +155,48 @@ def interpreted(prog, serial, seconds, describe):
         v = _variant(prog.source, serial)
         v.runs += 1
         v.seconds += seconds
+        global _saved_all
+        saved = seconds * (1.0 - 1.0 / speedup(prog, serial))
+        v.gain += saved
+        _saved_all += saved
         if v.state != COLD:
             return
-        global _saved_all
-        s = speedup(prog, serial)
-        gain = v.seconds * (1.0 - 1.0 / s)
-        _saved_all += seconds * (1.0 - 1.0 / s)
         # loading Numba is paid once per process: by what all kernels would have saved
         numba_due = "numba" not in sys.modules and \
             _saved_all < settings.jit_margin * NUMBA_LOAD_S
         cost = KERNEL_LOAD_S + (NUMBA_LOAD_S if numba_due else 0.0)
-        if gain < settings.jit_margin * cost and v.runs < settings.jit_runs:
-            return
-        v.state = QUEUED
+        later = False
+        if v.gain < settings.jit_margin * cost and v.runs < settings.jit_runs:
+            if v.gain < settings.jit_margin * KERNEL_LOAD_S or (prog.source, serial) in _at_exit:
+                return
+            later = True
+            _at_exit[(prog.source, serial)] = None
+        else:
+            v.state = QUEUED
+            _at_exit.pop((prog.source, serial), None)
+    if later:
+        # (what the worker needs, not the program: it holds its ports and their buffers)
+        try:
+            _at_exit[(prog.source, serial)] = _what(prog, serial, describe)
+        except Exception:  # noqa: BLE001 - cannot describe it: not compiled at exit
+            pass
+        return
+    _request(prog, serial, describe)
+
+
+def _what(prog, serial, describe):
+    """(module path, module name, function, argument types): a compile request's contents."""
+    path, name = program_cache.module_file(prog.source, prog.fn)
+    return path, name, prog.fn + ("_serial" if serial else ""), describe()
+
+
+def _request(prog, serial, describe):
     try:
-        path, name = program_cache.module_file(prog.source, prog.fn)
-        desc = describe()
+        what = _what(prog, serial, describe)
     except Exception as e:  # noqa: BLE001 - cannot even describe it: stays interpreted
         _finish(prog.source, serial, False, 0.0, f"{type(e).__name__}: {e}")
         return
-    fn = prog.fn + ("_serial" if serial else "")
-    _service().submit(prog.source, serial, path, name, fn, desc)
+    _service().submit(prog.source, serial, *what)
 
 
 def _finish(source, serial, ok, seconds, error):
@@ -169,6 +217,40 @@ def _finish(source, serial, ok, seconds, error):
                   file=sys.stderr)
 
 
+_at_exit: dict = {}      # (source, serial) -> _what(...) of a variant to compile after exit
+
+
+def _exit():
+    """At exit: the best variants that pay for their load but were not worth compiling now
+    go to the worker, and every compiled or queued variant's gain is recorded beside it on
+    disk; then the worker is left to finish (``_Service.close``)."""
+    if mode() != "background":
+        return
+    with _lock:
+        wanted = sorted(((_states[k].gain, k, w) for k, w in _at_exit.items()
+                         if w is not None and k in _states and _states[k].state == COLD),
+                        key=lambda t: -t[0])[:EXIT_COMPILES]
+        for _, k, _ in wanted:
+            _states[k].state = QUEUED
+        _at_exit.clear()
+    for _, (source, serial), what in wanted:
+        try:
+            _service().submit(source, serial, *what)
+        except Exception:  # noqa: BLE001 - at exit: nothing to report to
+            pass
+    with _lock:
+        items = [(k, v.gain) for k, v in _states.items()
+                 if v.state in (QUEUED, READY) and v.gain > 0.0]
+    for (source, serial), gain in items:
+        program_cache.note_gain(source, serial, gain)
+    s = _svc
+    if s is not None:
+        s.close()
+
+
+atexit.register(_exit)
+
+
 def in_flight() -> int:
     s = _svc
     return s.pending_count() if s is not None else 0
@@ -186,6 +268,7 @@ def reset():
     global _saved_all
     with _lock:
         _states.clear()
+        _at_exit.clear()
         _saved_all = 0.0
 
 
@@ -267,16 +350,19 @@ class _Service:
             return self.cond.wait_for(lambda: not self.pending, timeout)
 
     def close(self):
+        """At exit: the worker finishes the compiles it was sent, into the disk cache, for
+        the next process, after this one has gone (its stdin's end tells it to stop)."""
         p = self.proc
         if p is not None and self.owner == os.getpid():
             try:
                 p.stdin.close()
             except OSError:
                 pass
-            try:
-                p.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            if not self.pending_count():
+                try:
+                    p.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    p.kill()
         self.progress.update(0)
 
 
@@ -415,6 +501,7 @@ def _after_fork():
     for v in _states.values():
         if v.state == QUEUED:
             v.state = COLD
+    _at_exit.clear()
 
 
 _orphans: list = []

@@ -195,6 +195,24 @@ def mark_compiled(source: str, serial: bool):
         pass
 
 
+def note_gain(source: str, serial: bool, gain: float):
+    """Record what a variant of ``source`` would have saved over its interpreted runs in this
+    process (jit.py: the next process loads Numba for it at once only if that paid)."""
+    path = _marker(source, "gain-serial" if serial else "gain-parallel")
+    try:
+        _write_atomic(path, repr(max(float(gain), noted_gain(source, serial))))
+    except OSError:
+        pass
+
+
+def noted_gain(source: str, serial: bool) -> float:
+    try:
+        with open(_marker(source, "gain-serial" if serial else "gain-parallel")) as f:
+            return float(f.read())
+    except (OSError, ValueError):
+        return 0.0
+
+
 _failed: dict = {}      # source -> why it does not compile (this process, and .failed markers)
 
 
