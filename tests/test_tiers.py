@@ -300,3 +300,23 @@ def test_a_region_write_after_the_kernels_reading_its_base_reuses_its_buffer(tie
         assert_same(w, ew, rtol=1e-12)
     finally:
         ps.config.set(jit=old)
+
+
+def test_functions_of_numbers_and_small_ranges_run_on_the_numpy_tier(tier):
+    """``np.sqrt(A[i, i])`` (NumPy's element is a NumPy scalar) and ``np.arange(lo, hi)`` in a
+    loop run at once -- computed Arrays, nothing recorded -- with NumPy's values and dtypes;
+    a range too large for the tier is a constant as before."""
+    a = np.arange(1.0, 17.0).reshape(4, 4)
+    A = ps.asarray(a)
+    for i in range(4):
+        r = ps.sqrt(A[i, i])
+        k = ps.arange(i, 2 * i + 3)
+        assert_same(r, np.sqrt(a[i, i]))
+        assert_same(k, np.arange(i, 2 * i + 3))
+    for v in (np.float32(2.0), 3, 2.5):
+        assert_same(ps.exp(v), np.asarray(np.exp(v)))
+    assert_same(ps.arange(0.5, 3.0, 0.5), np.arange(0.5, 3.0, 0.5))
+    st = tier()
+    assert st["ops_recorded"] == 0 and st["flushes"] == 0
+    big = ps.arange(EAGER + 5)
+    assert_same(big, np.arange(EAGER + 5))

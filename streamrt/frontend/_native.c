@@ -1294,6 +1294,15 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
                                     PyObject *kwnames) {
     MapFunc *m = (MapFunc *)o;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n == 1 && kwnames == NULL && enabled && Py_TYPE(args[0]) != ArrayType &&
+        (Py_TYPE(args[0]) == &PyFloat_Type || Py_TYPE(args[0]) == &PyLong_Type ||
+         PyArray_IsScalar(args[0], Generic)) && plain_now()) {
+        /* a number (``np.sqrt(A[i, i])``: NumPy's element is a NumPy scalar): the NumPy tier,
+         * a 0-d computed Array, instead of a constant port and a recorded op */
+        PyObject *r = eager_call(&m->ref, m->name, args, 1);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
     int plain = n == 1 && kwnames == NULL && enabled && Py_TYPE(args[0]) == ArrayType ?
         plain_for(args[0], NULL) : 0;
     if (plain < 0)

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.config import settings
 from ..core.errors import ArgumentError, DTypeError, callsite, record_error
-from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, operand
+from ..runtime import tiers as _tiers
+from .array import HANDLED_FUNCTIONS, Array, canonical_dtype, const_port, eager_array, operand
 
 
 def _dt(dtype, default=None):
@@ -86,7 +88,20 @@ def _numpy(site, fn, *args, **kw):
         raise record_error(builtin, f"{fn.__name__}: {e}", site) from None
     if a.dtype.kind in "OUSVMm":
         raise record_error(DTypeError, f"dtype {a.dtype} is not supported by streamrt", site)
+    return _new_array(a, site)
+
+
+def _new_array(a, site):
+    """An Array over ``a``, a fresh ndarray NumPy made: on the NumPy tier when it is small
+    (its buffer as it is: no port, no copy), else a constant port (a copy)."""
+    if a.size < settings.eager_elements and type(a) is np.ndarray and a.base is None and \
+            a.flags.c_contiguous and _tiers.eager_now():
+        _tiers.note_eager()
+        return eager_array(a)
     return Array._wrap(const_port(a, site))
+
+
+_NUMBERS = (int, float)
 
 
 def _dtype(dtype, site):
@@ -157,6 +172,19 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 def arange(start_or_stop, /, stop=None, step=None, *, dtype=None, device=None, like=None):
+    if dtype is None and device is None and like is None and type(start_or_stop) in _NUMBERS \
+            and (stop is None or type(stop) in _NUMBERS) and \
+            (step is None or stop is not None and type(step) in _NUMBERS):
+        # the common case in a loop (``np.arange(lo, hi + 1)``), without finding the call
+        # site first: it is needed only for an error, which the general path below raises
+        try:
+            a = np.arange(*[v for v in (start_or_stop, stop, step) if v is not None])
+        except (ValueError, ArithmeticError, MemoryError):
+            a = None
+        if a is not None and a.dtype.kind in "if" and a.size < settings.eager_elements and \
+                _tiers.eager_now():
+            _tiers.note_eager()
+            return eager_array(a)
     site = callsite()
     _order_device_like("arange", None, device, like, site)
     args = [v.numpy().item() if isinstance(v, Array) else v
