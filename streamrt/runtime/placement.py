@@ -131,29 +131,44 @@ def _ask_a_child():
         return []
 
 
+DISCOVERY_AFTER_S = 1.0     # large work goes on this long before the devices are looked for
+_first_asked = None         # (monotonic time of the first large flush placed)
+_known = None               # whether devices.json held a discovery when first asked
+
+
 def _available():
     """[(name, device info)] of the device backends that work here. Discovered once, by a
     child process on a thread of its own (probing an OpenCL device builds a kernel: ~1 s of
-    GIL here); until it is done, no device is offered and the work stays on the CPU."""
-    global _discovery
+    GIL here); until it is done, no device is offered and the work stays on the CPU. A
+    discovery kept in the cache directory is read at the first large flush; otherwise the
+    child starts once large work has gone on for DISCOVERY_AFTER_S: on a 2-vCPU machine it
+    slowed a first run of 0.1-0.2 s by 80-100 ms, and a device cannot pay for its transfers
+    and compiles in a program shorter than that (docs/decisions.md)."""
+    global _discovery, _first_asked, _known
     if _devices is not None:
         return _devices
     with _lock:
         if _discovery is None:
-            _discovery = threading.Thread(target=_discover, args=(False, config.cache_dir()),
-                                          daemon=True,
-                                          name="streamrt-device-discovery")
-            _discovery.start()
+            now = time.monotonic()
+            if _first_asked is None:
+                _first_asked = now
+                _known = os.path.exists(os.path.join(config.cache_dir(), "devices.json"))
+            if _known or now - _first_asked >= DISCOVERY_AFTER_S:
+                _discovery = threading.Thread(target=_discover,
+                                              args=(False, config.cache_dir()), daemon=True,
+                                              name="streamrt-device-discovery")
+                _discovery.start()
     return []
 
 
 def _after_fork():
     """A discovery the parent had not finished (its thread and child process are the
     parent's) starts again when the child next asks; its locks are new."""
-    global _lock, _discovery
+    global _lock, _discovery, _first_asked
     _lock = threading.Lock()
     if _devices is None:
         _discovery = None
+        _first_asked = None
 
 
 atfork.register(_after_fork)
