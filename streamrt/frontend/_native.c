@@ -726,8 +726,22 @@ fail:
 
 /* Whether the C path may record now: no debugger hook. */
 static inline int plain_now(void) {
+#if PY_VERSION_HEX < 0x030C0000
+    /* (per op: the hooks module's dict is looked up again only when it has changed, as its
+     * version tag tells; the debugger installs its hook rarely) */
+    static uint64_t seen = 0;
+    static int plain = 1;
+    uint64_t v = ((PyDictObject *)hooks_dict)->ma_version_tag;
+    if (v == seen && v != 0)
+        return plain;
+    PyObject *h = PyDict_GetItemWithError(hooks_dict, s_on_record);
+    plain = h == NULL || h == Py_None;
+    seen = v;
+    return plain;
+#else
     PyObject *h = PyDict_GetItemWithError(hooks_dict, s_on_record);
     return h == NULL || h == Py_None;
+#endif
 }
 
 /* Whether operand ``a`` is an Array over a piecewise port (a key of pieces.PIECEWISE): an op
@@ -827,6 +841,24 @@ static PyObject *eager_array(PyObject *v, PyObject *base) {
     return a;
 }
 
+/* Whether ``descr`` is a dtype streamrt computes in (dtypes.SUPPORTED_SET): the last few
+ * answered yes are remembered by identity (NumPy's builtin descriptors are singletons). */
+static int supported_descr(PyObject *descr) {
+    static PyObject *yes[4];
+    for (int k = 0; k < 4; k++)
+        if (yes[k] == descr)
+            return 1;
+    int ok = PySet_Contains(supported, descr);
+    if (ok > 0) {
+        static int next = 0;
+        PyObject *old = yes[next];
+        yes[next] = Py_NewRef(descr);
+        Py_XDECREF(old);
+        next = (next + 1) % 4;
+    }
+    return ok;
+}
+
 /* A NumPy-tier result (steals ``r``, a NumPy call's answer): an Array over it, made a
  * C-ordered buffer of its own. NULL without an error when its dtype is not one streamrt
  * has (the Python path then computes what streamrt promises). */
@@ -843,7 +875,7 @@ static PyObject *eager_result(PyObject *r) {
         r = a;
     }
     PyArrayObject *ra = (PyArrayObject *)r;
-    int ok = PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra));
+    int ok = supported_descr((PyObject *)PyArray_DESCR(ra));
     if (ok <= 0) {
         Py_DECREF(r);
         return NULL;
@@ -1642,7 +1674,7 @@ static PyObject *root_of(PyObject *a) {
 static PyObject *eager_out(PyObject *r, Found *fd) {
     if (PyArray_CheckExact(r)) {
         PyArrayObject *ra = (PyArrayObject *)r;
-        if (PySet_Contains(supported, (PyObject *)PyArray_DESCR(ra)) <= 0) {
+        if (supported_descr((PyObject *)PyArray_DESCR(ra)) <= 0) {
             Py_DECREF(r);
             return NULL;
         }
