@@ -996,6 +996,35 @@ static Py_ssize_t dying(PyObject *name, PyObject *const *vals, PyObject *const *
     return -1;
 }
 
+/* The element count of the broadcast of the ndarrays among ``hv`` (numbers count as 0-d),
+ * or -1 when their shapes do not broadcast (NumPy raises; the Python path reports it). */
+static Py_ssize_t broadcast_size(PyObject *const *hv, Py_ssize_t n) {
+    int nd = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (PyArray_CheckExact(hv[k]) && PyArray_NDIM((PyArrayObject *)hv[k]) > nd)
+            nd = PyArray_NDIM((PyArrayObject *)hv[k]);
+    Py_ssize_t size = 1;
+    for (int ax = 1; ax <= nd; ax++) {          /* (from the last axis) */
+        npy_intp d = 1;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (!PyArray_CheckExact(hv[k]))
+                continue;
+            PyArrayObject *a = (PyArrayObject *)hv[k];
+            int i = PyArray_NDIM(a) - ax;
+            if (i < 0)
+                continue;
+            npy_intp e = PyArray_DIM(a, i);
+            if (e == d || e == 1)
+                continue;
+            if (d != 1)
+                return -1;
+            d = e;
+        }
+        size *= d;
+    }
+    return size;
+}
+
 static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
                             Py_ssize_t n) {
     Py_ssize_t lim = eager_limit();
@@ -1005,6 +1034,13 @@ static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const 
     for (Py_ssize_t k = 0; k < n; k++)
         if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
             return NULL;
+    if (n > 1) {
+        /* the result too is under the limit (tiers.py): ``a[:, None] + b[None, :]`` of two
+         * small vectors is a large array, recorded to fuse with what reads it */
+        Py_ssize_t size = broadcast_size(hv, n);
+        if (size < 0 || size >= lim)
+            return NULL;
+    }
     PyObject *f = ref_of(refslot, name);
     if (f == NULL)
         return NULL;
@@ -1761,7 +1797,9 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
     r = PyObject_Vectorcall(ref, hv, n, kwnames);
     if (r == NULL)
         numpy_error();
-    else if ((r = eager_out(r, &fd)) != NULL)
+    else if (!any_size && PyArray_CheckExact(r) && PyArray_SIZE((PyArrayObject *)r) >= lim) {
+        Py_CLEAR(r);                    /* (a result over the limit: recorded, tiers.py) */
+    } else if ((r = eager_out(r, &fd)) != NULL)
         n_eager++;
 done:
     for (Py_ssize_t k = 0; k < m; k++)
