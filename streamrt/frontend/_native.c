@@ -1797,9 +1797,7 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
     r = PyObject_Vectorcall(ref, hv, n, kwnames);
     if (r == NULL)
         numpy_error();
-    else if (!any_size && PyArray_CheckExact(r) && PyArray_SIZE((PyArrayObject *)r) >= lim) {
-        Py_CLEAR(r);                    /* (a result over the limit: recorded, tiers.py) */
-    } else if ((r = eager_out(r, &fd)) != NULL)
+    else if ((r = eager_out(r, &fd)) != NULL)
         n_eager++;
 done:
     for (Py_ssize_t k = 0; k < m; k++)

@@ -1426,8 +1426,6 @@ def eager_function(ref, args, kwargs, any_size=False):
         r = _fpe.run(getattr(ref, "__name__", "numpy"), ref, *hargs, **hkw)
     except (TypeError, ValueError, IndexError, OverflowError):
         return NotImplemented
-    if type(r) is np.ndarray and r.size >= lim:
-        return NotImplemented       # (small operands, a large result: recorded, tiers.py)
     r = _eager_out(r, found)
     if r is not NotImplemented:
         _tiers.note_eager()
