@@ -338,3 +338,33 @@ def test_small_operands_with_a_large_broadcast_result_are_recorded(tier):
     assert st["ops_recorded"] - before["ops_recorded"] >= 2
     assert_same(r, v0[:, None] + v0[None, :])
     assert_same(m, np.minimum(v0[:, None] + v0[None, :], v0[None, :] * 0.5))
+
+
+def test_a_small_statement_written_through_a_view_runs_through_numpy(tier):
+    """``C[:i] += alpha * np.outer(a[:i], b)`` on a large computed ``C`` whose NumPy-tier
+    views show it (symm): the write must happen now, and a statement this small runs
+    through NumPy in order -- no flush, no kernel -- its value computed straight into the
+    region. A value an Array still holds keeps its own buffer: a later write into ``C``
+    does not change it."""
+    m, n = 300, 400                                  # (C: 120,000 elements, over the tier)
+    c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    a0, b0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    C, a, b = ps.asarray(c0), ps.asarray(a0), ps.asarray(b0)
+    C.numpy()
+    e = c0.copy()
+    before = tier()
+    for i in (200, 250, 299):
+        row = C[i]                                   # a NumPy-tier view of C, alive
+        C[:i] += 1.5 * ps.outer(a[:i], b)
+        e[:i] += 1.5 * np.outer(a0[:i], b0)
+        assert_same(row, e[i])
+    st = tier()
+    assert st["flushes"] == before["flushes"] and st["kernels_launched"] == 0
+    assert_same(C, e, rtol=1e-13)
+    keep = C[:250] + 1.0 * ps.outer(a[:250], b)      # held by an Array
+    C[:250] = keep
+    e[:250] = e[:250] + np.outer(a0[:250], b0)
+    C[:250] *= 2.0
+    assert_same(keep, e[:250], rtol=1e-13)
+    e[:250] *= 2.0
+    assert_same(C, e, rtol=1e-13)

@@ -302,6 +302,28 @@ def _refop(p, args):
     return r if r.shape == tuple(p.shape) else r.reshape(p.shape)
 
 
+def ufunc_into(p, out):
+    """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
+    it is not such an op, or its operands are not all of its own dtype (the definition
+    computes in the loop dtype, then casts: run_refop)."""
+    if p.kind != "map":
+        return False
+    op = OPS[p.op]
+    uf = op.ref
+    if type(uf) is not np.ufunc or uf.nout != 1 or op.counter or p.loop_dtype != p.dtype:
+        return False
+    args = loop_args(p, [ref_value(i) for i in p.inputs])
+    for a in args:
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype != p.dtype:
+            return False
+    with np.errstate(all="ignore"):
+        try:
+            uf(*args, out=out)
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
 def loop_args(p, args):
     """Array operands of map port ``p`` cast to the dtypes its kernel loop uses, so NumPy
     computes in the dtype streamrt promises (bool -> float32, not NumPy's float16)."""

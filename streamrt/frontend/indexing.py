@@ -135,14 +135,14 @@ def _full(base, off, shape, st):
         n == 1 or s == c for n, s, c in zip(shape, st, c_strides(shape)))
 
 
-def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
+def write_in_place(base, off, shape, st, value, site, key=None, flat=False, owned=False):
     """The NumPy tier's write (runtime/tiers.py): ``base`` is a computed host buffer, so
     the region is written in place with NumPy's own assignment -- every view of the buffer
     sees it, as in NumPy -- once the recorded work that reads the buffer has run. ``key``:
     an advanced index into the region (a scatter). False when the write must be recorded
     instead: the base is not computed, a macro is being recorded, or the value is still to
     be computed and no NumPy-tier view needs the buffer itself (the recorded update then
-    fuses into the kernel computing the value)."""
+    fuses into the kernel computing the value). ``owned``: see ``write_region``."""
     bv = base.value
     if base.state != DONE or type(bv) is not np.ndarray or not _tiers.eager_now():
         return False
@@ -151,7 +151,7 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
         if vh is None:
             if not base.eager_views:
                 return False
-            if key is None and _write_through(base, off, shape, st, value, site):
+            if key is None and _write_through(base, off, shape, st, value, site, owned):
                 return True
             vh = value.numpy()
     else:
@@ -178,7 +178,7 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False):
     return True
 
 
-def _write_through(base, off, shape, st, value, site):
+def _write_through(base, off, shape, st, value, site, owned=False):
     """``base[region] = value`` now, ``value`` still to be computed by this thread's recorded
     work and NumPy-tier views showing ``base``'s buffer (the left side of ``C[:i] += t``
     is one): the region write is recorded and flushed at once, with ``base`` offered to the
@@ -193,7 +193,10 @@ def _write_through(base, off, shape, st, value, site):
     v = _value_port(value, base.dtype, shape, site)
     _tiers.settle(base, own=q)  # (the recorded work of other threads reading base runs first)
     u = _array._enqueue(update_port(base, v, off, shape, st, site))
-    cscheduler.flush(q, reason="write", through=base)
+    # (a value port no Array holds -- a temporary, or made here by a cast -- may be computed
+    # straight into the region: cscheduler._run_statement)
+    private = v if owned or v is not value._port else None
+    cscheduler.flush(q, reason="write", through=base, private=private)
     cscheduler.ensure(u._port)
     out = u._port.value
     bv = base.value
@@ -208,7 +211,7 @@ def write_region(arr, off, shape, st, value, site, owned=False):
     base = _base_of(arr._port)
     _check_macro_input(base, site)
     _check_writable(arr._port, site)
-    if write_in_place(base, off, shape, st, value, site):
+    if write_in_place(base, off, shape, st, value, site, owned=owned):
         return
     dt = base.dtype
     v = _value_port(value, dt, shape, site)

@@ -16,7 +16,7 @@ from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, kernel_scalar, loop_args, ref_value, run_refop
+from ..base import Executor, kernel_scalar, ref_value, run_refop, ufunc_into
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -163,28 +163,6 @@ def _spare(p, dead):
     return None
 
 
-def _ufunc_into(p, out):
-    """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
-    it is not such an op, or its operands are not all of its own dtype (the definition
-    computes in the loop dtype, then casts: run_refop)."""
-    if p.kind != "map":
-        return False
-    op = OPS[p.op]
-    uf = op.ref
-    if type(uf) is not np.ufunc or uf.nout != 1 or op.counter or p.loop_dtype != p.dtype:
-        return False
-    args = loop_args(p, [ref_value(i) for i in p.inputs])
-    for a in args:
-        if isinstance(a, (np.ndarray, np.generic)) and a.dtype != p.dtype:
-            return False
-    with np.errstate(all="ignore"):
-        try:
-            uf(*args, out=out)
-        except (TypeError, ValueError):
-            return False
-    return True
-
-
 def _region_values(ops, regions, outs, k):
     """Value port id -> the region of its base it may be computed into, for the region
     writes ``regions`` of an interpreted kernel: as NumPy's ``a[1:] -= t`` writes into
@@ -289,11 +267,11 @@ class CPUExecutor(Executor):
                 if p.inputs[1].id not in written:
                     off, shape, st = p.params
                     strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
-            elif (r := into_region.get(p.id)) is not None and _ufunc_into(p, r):
+            elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r):
                 p.value = r                     # (computed straight into the region)
                 written.add(p.id)
             elif (into := p.value if p.value is not None else _spare(p, dead)) is None or \
-                    not _ufunc_into(p, into):
+                    not ufunc_into(p, into):
                 r = run_refop(p, ref_value)
                 if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
                         r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
