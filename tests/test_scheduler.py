@@ -187,6 +187,41 @@ def test_in_order_executor_gets_dependents_queued_at_once(sched):
         assert flow.cond.wait_for(lambda: flow.inflight == 0, timeout=30)
 
 
+def test_in_order_executor_starts_a_sequences_programs_in_its_order(sched):
+    """On an in-order executor, once a program of a sequence waits for a port another
+    executor computes, the programs after it wait behind it, even those whose inputs are
+    ready: a region write may reuse a buffer an earlier program still has to read
+    (compiler/analysis.py ``inplace_updates``)."""
+    es, flow = sched
+
+    class InOrder(FakeExecutor):
+        in_order = True
+
+    ex = InOrder()
+    elsewhere = _port("exp")                    # computed by another executor, in flight
+    elsewhere.state = SUBMITTED
+    es.table.add(elsewhere)
+    a = _port("sin")
+    b = _port("add", [a, elsewhere])            # reads a, waits for ``elsewhere``
+    c = _port("cos")                            # ready at once
+    P = {k: Program("kernel", [p], list(p.inputs), [p]) for k, p in zip("ABC", (a, b, c))}
+    flow.acquire()
+    es.submit(ProgramSequence([P[k] for k in "ABC"], []), ex)
+    assert ex.wait_launched(1) == [P["A"]]
+    ex.complete(P["A"])
+    _wait(es, a)
+    assert [p for p, _ in ex.launched] == [P["A"]]          # C waits behind B
+    elsewhere.state = DONE
+    es._post(("complete", [(Program("kernel", [elsewhere], [], [elsewhere]), None, 0.0)]))
+    assert ex.wait_launched(2) == [P["A"], P["B"]]
+    ex.complete(P["B"])
+    assert ex.wait_launched(3) == [P["A"], P["B"], P["C"]]
+    ex.complete(P["C"])
+    _wait(es, b, c)
+    with flow.cond:
+        assert flow.cond.wait_for(lambda: flow.inflight == 0, timeout=30)
+
+
 def test_in_order_worker_skips_programs_after_a_failed_input(sched):
     """The real worker thread (executors/base.py): a queued program whose input's producer
     failed is not run, and its outputs fail with the producer's error."""

@@ -212,26 +212,37 @@ class EScheduler:
                 self.table.add(p)
         if not seq.programs:
             self._seq_done(seq)
+        behind = None
         for prog in seq.programs:
-            self._try(prog)
+            # On an in-order executor the programs of a sequence start in its order: once one
+            # waits (a port pending on another executor or thread, or the debugger's
+            # completion hook unordering the launches), the rest wait behind it -- a region
+            # write may reuse a buffer that an earlier program still has to read
+            # (compiler/analysis.py ``inplace_updates``).
+            if behind is not None and getattr(executor, "in_order", False):
+                self.table.park(prog, behind)
+                continue
+            if not self._try(prog) and prog.outputs and self.table.pending(prog.outputs[0]):
+                behind = prog.outputs[0]
 
     def _try(self, prog):
+        """Launch ``prog``, or park it on a port it waits for; False when parked."""
         ex = prog.executor
         seq = prog.seq
         if seq is not None and seq.cancelled is not None:
             self._finish(prog, seq.cancelled)       # (Ctrl-C on its thread: not started)
-            return
+            return True
         ordered = getattr(ex, "in_order", False) and hooks.on_complete is None
         for dep in prog.deps():
             if dep.state == FAILED:
                 self._finish(prog, dep.error)
-                return
+                return True
             if dep.state != DONE:
                 if self.table.pending(dep):
                     if ordered and self.queued.get(dep.id) is ex:
                         continue            # queued before this one on the same executor
                     self.table.park(prog, dep)
-                    return
+                    return False
                 # a port of another thread's queue not flushed yet cannot occur: the read
                 # that created this program flushed its inputs' queues first. A port that
                 # thread is computing inline is waited for through inline_waits.
@@ -242,7 +253,7 @@ class EScheduler:
                         self.table.add(dep)
                         self.table.park(prog, dep)
                 if inline:
-                    return
+                    return False
                 return self._try(prog)          # it completed meanwhile: check again
         alloc_outputs(prog, ex)
         if self.launch_log is not None:
@@ -251,6 +262,7 @@ class EScheduler:
             for p in prog.outputs:
                 self.queued[p.id] = ex
         ex.submit(prog, self._on_done)
+        return True
 
     def _on_done(self, items):
         """Completion callback, called on the executor's thread: [(prog, err, seconds)]."""

@@ -17,10 +17,11 @@ fused kernel's estimated speed-up (its *gain*). Two decisions use it:
   VM it slowed a 0.26 s run by 70-120 ms), so a kernel that pays only the kernel's load is
   not compiled now but *at exit*: the worker compiles the (at most EXIT_COMPILES) best such
   variants after this process has gone, for the next run of the script;
-* *switching* to a compiled variant: one a previous process compiled is used at once when
-  Numba is loaded, or when the gain that process recorded for it (``program_cache.
-  note_gain``) pays for loading Numba; otherwise once this process's own interpreted runs
-  would have paid for it.
+* *switching* to a compiled variant: it is used once Numba is loaded, or once loading
+  Numba pays for what the interpreted kernels would have saved so far -- in this process,
+  and, for variants a previous process compiled, in that process (the gain it recorded
+  beside each: ``program_cache.note_gain``). A script run again whose kernels saved more
+  than that before loads them at their first launch.
 
 Compiles in flight at exit are finished by the worker after this process has gone. A
 variant whose compile failed stays interpreted, and that is remembered (a marker file
@@ -49,6 +50,7 @@ EXIT_COMPILES = 4        # variants compiled after exit for the next run, at mos
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
 _saved_all = 0.0     # what compiled kernels would have saved over every interpreted run
+_prior_all = 0.0     # ... and, by their records on disk, over the processes that compiled them
 
 
 class _Variant:
@@ -78,7 +80,13 @@ def _variant(source, serial):
         elif program_cache.compiled_on_disk(source, serial):
             v.state = READY              # (a second process: built before, loaded when used)
             v.prior = program_cache.noted_gain(source, serial)
+            _add_prior(v.prior)
     return v
+
+
+def _add_prior(gain):
+    global _prior_all
+    _prior_all += gain
 
 
 def _usable(v) -> bool:
@@ -88,7 +96,7 @@ def _usable(v) -> bool:
         return False
     if "numba" in sys.modules:
         return True
-    return max(_saved_all, v.prior) >= settings.jit_margin * NUMBA_LOAD_S
+    return _saved_all + _prior_all >= settings.jit_margin * NUMBA_LOAD_S
 
 
 def ready(prog, serial) -> bool:
@@ -289,11 +297,12 @@ def workers_idle(cache_dir, timeout=300.0) -> bool:
 
 def reset():
     """Forget every kernel's state (ps.clear_caches)."""
-    global _saved_all
+    global _saved_all, _prior_all
     with _lock:
         _states.clear()
         _at_exit.clear()
         _saved_all = 0.0
+        _prior_all = 0.0
 
 
 # ---- the worker process ----------------------------------------------------------------------
