@@ -120,7 +120,11 @@ def strided(a, off, shape, st):
     shape = tuple(shape)
     if flat.size == 0 or 0 in shape:
         return np.empty(shape, a.dtype)
-    return np.lib.stride_tricks.as_strided(flat[off:], shape, [s * flat.itemsize for s in st])
+    n = flat.itemsize
+    try:        # (ndarray over the buffer: ~0.2 us, where as_strided, in Python, takes ~2.4)
+        return np.ndarray(shape, flat.dtype, flat, off * n, tuple(s * n for s in st))
+    except (TypeError, ValueError):
+        return np.lib.stride_tricks.as_strided(flat[off:], shape, [s * n for s in st])
 
 
 def _host(v):
