@@ -91,6 +91,24 @@ def test_a_compile_that_fails_stays_interpreted_and_is_remembered(background, mo
     assert_same(r2, r1)
 
 
+def test_a_kernel_far_slower_interpreted_waits_for_its_compile(background, monkeypatch):
+    """Counter-based random numbers interpreted by NumPy cost ~250 ns each: a kernel whose
+    one interpreted run is estimated over INTERPRET_WAIT_S is compiled by the worker first
+    (this thread waits) and runs compiled at its first launch; a smaller one runs
+    interpreted as before."""
+    monkeypatch.setattr(jit, "INTERPRET_WAIT_S", N * 200e-9)    # (as 2 s is to 8M numbers)
+    monkeypatch.setattr(jit, "NUMBA_LOAD_S", 0.0)               # (its saving pays for Numba)
+    rng = ps.random.default_rng(3)
+    small = float(ps.mean(rng.random(N // 2)))              # estimated under the limit
+    st = background()
+    assert st["kernels_interpreted"] == 1 and st["compiles_requested"] == 0
+    big = float(ps.mean(rng.random(N)))                     # over it
+    st = background()
+    assert st["kernels_interpreted"] == 1 and st["kernels_launched"] == 1
+    assert st["compiles_requested"] == 1 and st["kernels_compiled"] == 1
+    assert abs(small - 0.5) < 0.01 and abs(big - 0.5) < 0.01
+
+
 def test_a_short_script_never_loads_numba(tmp_path):
     """A fresh process whose large work runs a few times: interpreted, no compiler, and
     Numba never imported (its import alone costs about half a second)."""

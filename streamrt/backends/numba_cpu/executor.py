@@ -211,7 +211,9 @@ class CPUExecutor(Executor):
         if prog.kind == "kernel":
             serial = jit.use_serial(prog.kernel.elements)
             m = jit.mode()
-            if m == "off" or (m == "background" and not jit.ready(prog, serial)):
+            if m == "off" or (m == "background" and not jit.ready(prog, serial) and
+                              not jit.compile_first(prog, serial,
+                                                    lambda: self.describe(prog))):
                 # the kernel is not compiled (yet): its ops run through NumPy, and the cost
                 # model may send it to the compile worker (backends/numba_cpu/jit.py)
                 t0 = time.perf_counter()
