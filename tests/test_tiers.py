@@ -361,6 +361,10 @@ def test_a_small_statement_written_through_a_view_runs_through_numpy(tier):
     st = tier()
     assert st["flushes"] == before["flushes"] and st["kernels_launched"] == 0
     assert_same(C, e, rtol=1e-13)
+    t = 1.5 * ps.outer(a[:250], b)                   # held: no temporary of the statement
+    C[:250] += t + 1.0
+    e[:250] += 1.5 * np.outer(a0[:250], b0) + 1.0
+    assert_same(t, 1.5 * np.outer(a0[:250], b0), rtol=1e-15)
     keep = C[:250] + 1.0 * ps.outer(a[:250], b)      # held by an Array
     C[:250] = keep
     e[:250] = e[:250] + np.outer(a0[:250], b0)

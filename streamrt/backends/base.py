@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core import atfork, dtypes as D, hooks, stats, config
 from ..core.config import settings
+from ..core.ir import strided
 from ..core.ops import OPS, REDUCTIONS, loop_operands
 from ..compiler.sequence import elements
 from .intrinsics import INTRINSICS
@@ -322,6 +323,94 @@ def ufunc_into(p, out):
         except (TypeError, ValueError):
             return False
     return True
+
+
+def spare(p, dead):
+    """The buffer of a temporary dying at ``p`` that can take ``p``'s result, or None."""
+    shape = tuple(p.shape)
+    for i in dead:
+        v = i.value
+        if type(v) is np.ndarray and v.dtype == p.dtype and v.shape == shape and \
+                v.flags.c_contiguous and v.flags.writeable and v.base is None:
+            return v
+    return None
+
+
+def region_values(ops, regions, keep, alias):
+    """Value port id -> the region of its base it may be computed into, for the region
+    writes ``regions`` (their ``value``: the base's own buffer for those in ``alias``, or a
+    copy of it) among ``ops``: as NumPy's ``a[1:] -= t`` writes into ``a``'s elements, the
+    write's value is not computed into a temporary and then copied. The value must be one
+    of ``ops`` read by the write alone, of the region's shape and dtype, not in ``keep``;
+    and, where the region is its base's own buffer, no op after it but the write may read
+    that base (an op may read the base at the written elements, which the value's own ufunc
+    may do: NumPy's overlap rules cover an output that is exactly an input)."""
+    pos = {p.id: n for n, p in enumerate(ops)}
+    uses = {}
+    for p in ops:
+        for i in p.inputs:
+            uses[i.id] = uses.get(i.id, 0) + 1
+    out = {}
+    for u in ops:
+        if u.id not in regions:
+            continue
+        v, b = u.inputs[1], u.inputs[0]
+        off, shape, st = u.params
+        if v.id not in pos or v.id in keep or uses.get(v.id) != 1 or v.kind != "map" or \
+                tuple(v.shape) != tuple(shape) or v.dtype != u.dtype or v is b:
+            continue
+        if u.id in alias and any(
+                i is b or i.kind == "view" and i.inputs[0] is b
+                for q in ops[pos[v.id] + 1:pos[u.id]] for i in q.inputs):
+            continue
+        out[v.id] = strided(u.value, off, shape, st)
+    return out
+
+
+def interpret(ops, keep, regions, alias, alloc):
+    """Each of ``ops`` through NumPy, in order (its reference definition), into the buffers
+    a kernel would have written: the CPU executor's interpreted kernels and the statements
+    the C-Scheduler runs at once (runtime/cscheduler.py ``_run_statement``). ``keep``: the
+    ids of the values that must stay their own (stored, held by an Array); a value not kept
+    is a temporary, dropped after its last use (as NumPy drops an expression's temporaries:
+    keeping them all made a 62-op kernel over 8 MB arrays fault 500 MB of new pages), and an
+    element-wise op writes into the buffer of a temporary that dies with it, or into its
+    output buffer (NumPy's elision of temporaries: a fresh 8 MB result faults its pages in
+    again each time). ``regions``, ``alias``: the region writes whose ``value`` buffer is
+    ready, see ``region_values``; ``alloc(shape, dtype)``: a new buffer."""
+    mine = {p.id for p in ops}
+    last = {}
+    for n, p in enumerate(ops):
+        for i in p.inputs:
+            last[i.id] = n
+    into_region = region_values(ops, regions, keep, alias) if regions else {}
+    written = set()
+    for n, p in enumerate(ops):
+        dead = [i for i in p.inputs
+                if last.get(i.id) == n and i.id not in keep and i.id in mine]
+        if p.id in regions:
+            if p.inputs[1].id not in written:
+                off, shape, st = p.params
+                strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
+        elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r):
+            p.value = r                     # (computed straight into the region)
+            written.add(p.id)
+        elif (into := p.value if p.value is not None else spare(p, dead)) is None or \
+                not ufunc_into(p, into):
+            r = run_refop(p, ref_value)
+            if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
+                    r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
+                        i.kind != "scalar" and np.may_share_memory(r, i.host_value())
+                        for i in p.inputs):
+                p.value = r
+            else:
+                if p.value is None:
+                    p.value = alloc(p.shape, p.dtype)
+                p.value[...] = r
+        elif p.value is None:
+            p.value = into
+        for i in dead:
+            i.value = None
 
 
 def loop_args(p, args):

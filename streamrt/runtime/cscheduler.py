@@ -11,12 +11,12 @@ import numpy as np
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
 from ..core.errors import CancelledError, MacroError, callsite, record_error
-from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, is_scratch, strided
+from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, is_scratch
 from ..core.ops import OPS
 from .. import compiler
 from ..compiler import sequence
 from ..compiler.kernel import is_update
-from ..backends.base import HostPool, host_pool, ref_value, run_refop, ufunc_into
+from ..backends.base import HostPool, host_pool, interpret
 from ..backends.numba_cpu import jit
 from . import direct, escheduler as es_mod, macro_cache, placement, tiers, trace_cache
 from .flow import Flow
@@ -234,55 +234,22 @@ def _statement_now(entries, through):
 
 
 def _run_statement(entries, through, private=None):
-    """Run ``_statement_now``'s entries through NumPy in order (the interpreter's reference
-    definitions) as NumPy runs the statement: the region write goes into ``through``'s
-    buffer; the value it writes, when the op just before it computes it for it alone, is
-    computed straight into the region (``C[:i] += t``: NumPy's in-place add) when no Array
-    holds it (``private``: frontend/indexing.py ``_write_through``); an op writes
-    into the buffer of a temporary of the statement that dies with it (NumPy's elision)."""
+    """Run ``_statement_now``'s entries through NumPy in order, as NumPy runs the statement
+    (backends/base.py ``interpret``, the CPU interpreter's loop): the region write goes into
+    ``through``'s buffer, its value straight into the region when no Array holds it
+    (``private``: frontend/indexing.py ``_write_through``); a value an Array holds keeps a
+    buffer of its own."""
     ops = [e[1] for e in entries if e[1].kind != "view"]
-    uses = {}
+    writes = set()
     for p in ops:
-        for i in p.inputs:
-            uses[i.id] = uses.get(i.id, 0) + 1
-    mine = {p.id for p in ops}
-    in_region = set()
-    n = 0
-    for k, p in enumerate(ops):
         if is_update(p):
-            v = p.inputs[1]
-            off, shape, st = p.params
-            bv = through.value
-            if v.id not in in_region:
-                strided(bv, off, shape, st)[...] = ref_value(v)
-            p.value = bv
-        else:
-            into, region = None, False
-            nxt = ops[k + 1] if k + 1 < len(ops) else None
-            if nxt is not None and is_update(nxt) and nxt.inputs[1] is p and \
-                    p is private and uses.get(p.id) == 1 and p.dtype == nxt.dtype and \
-                    tuple(p.shape) == tuple(nxt.params[1]):
-                into, region = strided(through.value, *nxt.params), True
-            else:
-                for i in p.inputs:
-                    v = i.value
-                    if i.id in mine and uses.get(i.id) == 1 and type(v) is np.ndarray and \
-                            v.base is None and v.dtype == p.dtype and \
-                            v.shape == tuple(p.shape) and v.flags.c_contiguous:
-                        into = v
-                        break
-            if into is not None and ufunc_into(p, into):
-                p.value = into
-                if region:
-                    in_region.add(p.id)
-            else:
-                p.value = run_refop(p, ref_value)
-        p.state = DONE
-        n += 1
+            p.value = through.value
+            writes.add(p.id)
+    keep = {p.id for p in ops if p.nrefs > 0 and p is not private}
+    interpret(ops, keep, writes, writes, lambda shape, dt: np.empty(shape, dt))
     for e in entries:
-        if e[1].kind == "view":
-            e[1].state = DONE
-    tiers.note_eager(n)
+        e[1].state = DONE
+    tiers.note_eager(len(ops))
 
 
 def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None,

@@ -16,7 +16,7 @@ from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, kernel_scalar, ref_value, run_refop, ufunc_into
+from ..base import Executor, interpret, kernel_scalar, ref_value, run_refop
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -152,49 +152,6 @@ def _block_shape():
     return _BLOCK_SHAPE
 
 
-def _spare(p, dead):
-    """The buffer of a temporary dying at ``p`` that can take ``p``'s result, or None."""
-    shape = tuple(p.shape)
-    for i in dead:
-        v = i.value
-        if type(v) is np.ndarray and v.dtype == p.dtype and v.shape == shape and \
-                v.flags.c_contiguous and v.flags.writeable and v.base is None:
-            return v
-    return None
-
-
-def _region_values(ops, regions, outs, k):
-    """Value port id -> the region of its base it may be computed into, for the region
-    writes ``regions`` of an interpreted kernel: as NumPy's ``a[1:] -= t`` writes into
-    ``a``'s elements, the write's value is not computed into a temporary and then copied.
-    The value must be an op of this kernel read by the write alone, of the region's shape
-    and dtype, not kept; and, where the region is its base's own buffer ('alias'), no op
-    after it but the write may read that base (the analysis lets the kernel read the base
-    only at the written elements, which the value's own ufunc may do: NumPy's overlap
-    rules cover an output that is exactly an input)."""
-    pos = {p.id: n for n, p in enumerate(ops)}
-    uses = {}
-    for p in ops:
-        for i in p.inputs:
-            uses[i.id] = uses.get(i.id, 0) + 1
-    alias = {a.port.id for a in k.stores if a.role == "alias"}
-    out = {}
-    for u in ops:
-        if u.id not in regions:
-            continue
-        v, b = u.inputs[1], u.inputs[0]
-        off, shape, st = u.params
-        if v.id not in pos or v.id in outs or uses.get(v.id) != 1 or v.kind != "map" or \
-                tuple(v.shape) != tuple(shape) or v.dtype != u.dtype or v is b:
-            continue
-        if u.id in alias and any(
-                i is b or i.kind == "view" and i.inputs[0] is b
-                for q in ops[pos[v.id] + 1:pos[u.id]] for i in q.inputs):
-            continue
-        out[v.id] = strided(u.value, off, shape, st)
-    return out
-
-
 class CPUExecutor(Executor):
     name = "cpu"
 
@@ -245,49 +202,19 @@ class CPUExecutor(Executor):
         its output buffer (NumPy's elision of temporaries: a fresh 8 MB result faults its
         pages in again each time)."""
         ops = prog.ops
-        outs = {p.id for p in prog.outputs}
         mine = {p.id for p in ops}
-        last = {}
-        for n, p in enumerate(ops):
-            for i in p.inputs:
-                last[i.id] = n
         # a region write the kernel stores into its base's buffer ('alias') or into a copy of
         # the base made outside the region ('copy'): its region is written, as the kernel
         # would, not the whole base copied (the reference definition, intrinsics.update)
-        regions = set()
+        regions, alias = set(), set()
         k = prog.kernel
         for a in (k.stores if k is not None else ()):
             if a.role in ("copy", "alias") and a.port.inputs[0].id not in mine:
                 prepare_region_write(a, self.alloc)
                 regions.add(a.port.id)
-        into_region = _region_values(ops, regions, outs, k) if regions else {}
-        written = set()
-        for n, p in enumerate(ops):
-            dead = [i for i in p.inputs
-                    if last.get(i.id) == n and i.id not in outs and i.id in mine]
-            if p.id in regions:
-                if p.inputs[1].id not in written:
-                    off, shape, st = p.params
-                    strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
-            elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r):
-                p.value = r                     # (computed straight into the region)
-                written.add(p.id)
-            elif (into := p.value if p.value is not None else _spare(p, dead)) is None or \
-                    not ufunc_into(p, into):
-                r = run_refop(p, ref_value)
-                if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
-                        r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
-                            i.kind != "scalar" and np.may_share_memory(r, i.host_value())
-                            for i in p.inputs):
-                    p.value = r
-                else:
-                    if p.value is None:
-                        p.value = self.alloc(p.shape, p.dtype)
-                    p.value[...] = r
-            elif p.value is None:
-                p.value = into
-            for i in dead:
-                i.value = None
+                if a.role == "alias":
+                    alias.add(a.port.id)
+        interpret(ops, {p.id for p in prog.outputs}, regions, alias, self.alloc)
 
     def describe(self, prog):
         """The kernel's argument types as _run_kernel passes them (jit.py's compile worker
