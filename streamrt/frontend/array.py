@@ -639,8 +639,6 @@ def _eager_key(key):
     return (tuple(out) if type(key) is tuple else out[0]), basic
 
 
-
-
 def _static_key(key):
     key = key if isinstance(key, tuple) else (key,)
     out = []

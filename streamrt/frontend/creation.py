@@ -91,14 +91,15 @@ def _numpy(site, fn, *args, **kw):
     return _new_array(a, site)
 
 
-def _new_array(a, site):
+def _new_array(a, site=None):
     """An Array over ``a``, a fresh ndarray NumPy made: on the NumPy tier when it is small
-    (its buffer as it is: no port, no copy), else a constant port (a copy)."""
+    (its buffer as it is: no port, no copy), else a constant port (a copy) recorded at
+    ``site`` (found here when not given)."""
     if a.size < settings.eager_elements and type(a) is np.ndarray and a.base is None and \
             a.flags.c_contiguous and _tiers.eager_now():
         _tiers.note_eager()
         return eager_array(a)
-    return Array._wrap(const_port(a, site))
+    return Array._wrap(const_port(a, site if site is not None else callsite()))
 
 
 _NUMBERS = (int, float)
@@ -181,10 +182,8 @@ def arange(start_or_stop, /, stop=None, step=None, *, dtype=None, device=None, l
             a = np.arange(*[v for v in (start_or_stop, stop, step) if v is not None])
         except (ValueError, ArithmeticError, MemoryError):
             a = None
-        if a is not None and a.dtype.kind in "if" and a.size < settings.eager_elements and \
-                _tiers.eager_now():
-            _tiers.note_eager()
-            return eager_array(a)
+        if a is not None and a.dtype.kind in "if":
+            return _new_array(a)
     site = callsite()
     _order_device_like("arange", None, device, like, site)
     args = [v.numpy().item() if isinstance(v, Array) else v

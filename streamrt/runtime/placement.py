@@ -94,7 +94,7 @@ def _devices_of_a_child(cache_dir=None):
     # (the cache directory comes from the thread that asked: reading a setting here would
     # leave this short-lived thread's settings cache behind, config.py)
     cache_dir = cache_dir if cache_dir is not None else config.cache_dir()
-    path = os.path.join(cache_dir, "devices.json")
+    path = _saved_discovery(cache_dir)
     me = keys.discovery_key()
     try:
         with open(path) as f:
@@ -114,6 +114,10 @@ def _devices_of_a_child(cache_dir=None):
         except OSError:
             pass
     return found
+
+
+def _saved_discovery(cache_dir):
+    return os.path.join(cache_dir, "devices.json")
 
 
 def _ask_a_child():
@@ -152,7 +156,7 @@ def _available():
             now = time.monotonic()
             if _first_asked is None:
                 _first_asked = now
-                _known = os.path.exists(os.path.join(config.cache_dir(), "devices.json"))
+                _known = os.path.exists(_saved_discovery(config.cache_dir()))
             if _known or now - _first_asked >= DISCOVERY_AFTER_S:
                 _discovery = threading.Thread(target=_discover,
                                               args=(False, config.cache_dir()), daemon=True,

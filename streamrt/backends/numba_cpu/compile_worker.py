@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .executor import _setup_numba
-from .program_cache import _slp, _write_atomic, private
+from .program_cache import WORKER_LOCK, _slp, _write_atomic, private, variant_marker
 
 
 def numba_types(desc):
@@ -47,10 +47,7 @@ def compile_one(path, name, fn, desc):
     private(path)
     # (the variant's marker: the next process finds it compiled, even when the application
     # that asked has exited before this compile finished -- jit.py _Service.close)
-    _write_atomic(path[:-3] + (".serial" if fn.endswith("_serial") else ".parallel"), "")
-
-
-WORKER_LOCK = "compile-worker.lock"
+    _write_atomic(variant_marker(path, fn.endswith("_serial")), "")
 
 
 def _hold(cache_dir):

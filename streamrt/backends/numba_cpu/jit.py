@@ -72,6 +72,7 @@ def mode() -> str:
 
 
 def _variant(source, serial):
+    global _prior_all
     key = (source, serial)
     v = _states.get(key)
     if v is None:
@@ -83,13 +84,8 @@ def _variant(source, serial):
         elif program_cache.compiled_on_disk(source, serial):
             v.state = READY              # (a second process: built before, loaded when used)
             v.prior = program_cache.noted_gain(source, serial)
-            _add_prior(v.prior)
+            _prior_all += v.prior
     return v
-
-
-def _add_prior(gain):
-    global _prior_all
-    _prior_all += gain
 
 
 def _usable(v) -> bool:
@@ -190,12 +186,10 @@ def compile_first(prog, serial, describe, timeout=120.0) -> bool:
         _saved_all += saved
     if submit:
         _request(prog, serial, describe)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with _lock:
-            if v.state != QUEUED:
-                break
-        time.sleep(0.01)
+    s = _svc
+    if s is not None:
+        with s.cond:
+            s.cond.wait_for(lambda: v.state != QUEUED, timeout)
     return ready(prog, serial)
 
 
@@ -323,7 +317,7 @@ def workers_idle(cache_dir, timeout=300.0) -> bool:
         import fcntl        # (POSIX only; elsewhere there is nothing to wait for)
     except ImportError:
         return True
-    path = os.path.join(cache_dir, "compile-worker.lock")
+    path = os.path.join(cache_dir, program_cache.WORKER_LOCK)
     if not os.path.exists(path):
         return True
     deadline = time.monotonic() + timeout
@@ -403,19 +397,23 @@ class _Service:
             except Exception:  # noqa: BLE001 - EOF: the worker exited or died
                 break
             with self.cond:
-                item = self.pending.pop(rid, None)
-                self.cond.notify_all()
-            if item is not None:
+                item = self.pending.get(rid)
+            if item is not None:        # (its state first: a waiter woken sees it)
                 _finish(item[0], item[1], ok, seconds, error)
+            with self.cond:
+                self.pending.pop(rid, None)
+                self.cond.notify_all()
             self.progress.update(self.pending_count())
         with self.cond:
-            lost = list(self.pending.values())
-            self.pending.clear()
+            lost = list(self.pending.items())
             if self.proc is proc:
                 self.proc = None
-            self.cond.notify_all()
-        for source, serial, _ in lost:
+        for _, (source, serial, _) in lost:     # (their state first, as above)
             _finish(source, serial, False, 0.0, "the compile worker exited")
+        with self.cond:
+            for rid, _ in lost:
+                self.pending.pop(rid, None)
+            self.cond.notify_all()
         self.progress.update(0)
 
     def pending_count(self):

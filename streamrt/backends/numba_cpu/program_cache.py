@@ -182,6 +182,14 @@ def _marker(source, what):
     return _path(_key_of(source))[:-3] + f".{what}"
 
 
+def variant_marker(module_path: str, serial: bool) -> str:
+    """The file beside a kernel's module saying that variant is in Numba's disk cache."""
+    return module_path[:-3] + (".serial" if serial else ".parallel")
+
+
+WORKER_LOCK = "compile-worker.lock"     # (under the cache root: held by live compile workers)
+
+
 def compiled_on_disk(source: str, serial: bool) -> bool:
     """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
     earlier process): its first call then loads it."""
@@ -321,9 +329,9 @@ def call(k: Kernels, serial: bool, args):
     dt = time.perf_counter() - t0
     if not d.stats.cache_hits:
         private(k.path)                 # (Numba wrote its cache files with the umask's mode)
-    if not os.path.exists(k.path[:-3] + (".serial" if serial else ".parallel")):
+    if not os.path.exists(variant_marker(k.path, serial)):
         try:                             # (jit.py: this variant is in the disk cache)
-            _write_atomic(k.path[:-3] + (".serial" if serial else ".parallel"), "")
+            _write_atomic(variant_marker(k.path, serial), "")
         except OSError:
             pass
     k.called.add(serial)
