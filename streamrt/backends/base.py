@@ -306,7 +306,8 @@ def _refop(p, args):
 def ufunc_into(p, out):
     """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
     it is not such an op, or its operands are not all of its own dtype (the definition
-    computes in the loop dtype, then casts: run_refop)."""
+    computes in the loop dtype, then casts: run_refop). Its floating-point flags are the
+    caller's to set (``interpret``: ignored, as run_refop's)."""
     if p.kind != "map":
         return False
     op = OPS[p.op]
@@ -317,11 +318,10 @@ def ufunc_into(p, out):
     for a in args:
         if isinstance(a, (np.ndarray, np.generic)) and a.dtype != p.dtype:
             return False
-    with np.errstate(all="ignore"):
-        try:
-            uf(*args, out=out)
-        except (TypeError, ValueError):
-            return False
+    try:
+        uf(*args, out=out)
+    except (TypeError, ValueError):
+        return False
     return True
 
 
@@ -384,6 +384,11 @@ def interpret(ops, keep, regions, alias, alloc):
         for i in p.inputs:
             last[i.id] = n
     into_region = region_values(ops, regions, keep, alias) if regions else {}
+    with np.errstate(all="ignore"):         # (once: entering it costs ~0.7 us)
+        _interpret(ops, keep, alloc, mine, last, into_region, regions)
+
+
+def _interpret(ops, keep, alloc, mine, last, into_region, regions):
     written = set()
     for n, p in enumerate(ops):
         dead = [i for i in p.inputs
@@ -397,7 +402,7 @@ def interpret(ops, keep, regions, alias, alloc):
             written.add(p.id)
         elif (into := p.value if p.value is not None else spare(p, dead)) is None or \
                 not ufunc_into(p, into):
-            r = run_refop(p, ref_value)
+            r = _refop(p, [ref_value(i) for i in p.inputs])
             if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
                     r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
                         i.kind != "scalar" and np.may_share_memory(r, i.host_value())

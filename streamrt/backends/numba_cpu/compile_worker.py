@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .executor import _setup_numba
-from .program_cache import WORKER_LOCK, _slp, _write_atomic, private, variant_marker
+from .program_cache import _slp, _write_atomic, private, variant_marker
 
 
 def numba_types(desc):
@@ -50,20 +50,6 @@ def compile_one(path, name, fn, desc):
     _write_atomic(variant_marker(path, fn.endswith("_serial")), "")
 
 
-def _hold(cache_dir):
-    """A shared lock on the cache directory's worker lock file, held while this worker lives
-    (jit.workers_idle: a benchmark waits for the compiles a finished process left)."""
-    if not cache_dir:
-        return None
-    try:
-        import fcntl        # (POSIX only: elsewhere no benchmark waits for the worker)
-        f = open(os.path.join(cache_dir, WORKER_LOCK), "a")
-        fcntl.flock(f, fcntl.LOCK_SH)
-        return f
-    except (ImportError, OSError):
-        return None
-
-
 def main():
     try:
         os.nice(10)                      # the application comes first on a busy machine
@@ -71,7 +57,6 @@ def main():
         pass
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr              # (anything printed goes to stderr, not the protocol)
-    busy = _hold(os.environ.get("STREAMRT_CACHE_DIR"))      # noqa: F841 - held until exit
     while True:
         try:
             req = pickle.load(stdin)

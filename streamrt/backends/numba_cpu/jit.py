@@ -49,6 +49,7 @@ MAX_KERNELS = 4096
 EXIT_COMPILES = 4        # variants compiled after exit for the next run, at most
 INTERPRET_WAIT_S = 2.0   # a kernel whose interpreted run would take longer waits for its compile
 RNG_ELEMENT_S = 250e-9   # a counter-based generator op interpreted, per element (Philox, NumPy)
+_CPUS = os.cpu_count() or 1     # (read once: os.cpu_count reads a file, ~8 us, per kernel run)
 
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
@@ -150,7 +151,7 @@ def speedup(prog, serial) -> float:
     n = len(prog.ops)
     s = float(min(max(n, 1), 8))
     if not serial:
-        s *= min(2.0, float(os.cpu_count() or 1))
+        s *= min(2.0, float(_CPUS))
     return max(s, 1.0)
 
 
@@ -365,9 +366,15 @@ class _Service:
                                     if env.get("PYTHONPATH") else "")
         env["STREAMRT_CACHE_DIR"] = program_cache.cache_root()
         env["STREAMRT_JIT"] = "sync"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamrt.backends.numba_cpu.compile_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        lock = program_cache.worker_lock(env["STREAMRT_CACHE_DIR"])
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamrt.backends.numba_cpu.compile_worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                pass_fds=(lock.fileno(),) if lock is not None else ())
+        finally:
+            if lock is not None:
+                lock.close()     # (the worker's inherited descriptor holds the lock now)
         t = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                              name="streamrt-jit-reader")
         t.start()

@@ -190,6 +190,26 @@ def variant_marker(module_path: str, serial: bool) -> str:
 WORKER_LOCK = "compile-worker.lock"     # (under the cache root: held by live compile workers)
 
 
+def worker_lock(cache_dir):
+    """The cache directory's worker lock file, open and locked shared (jit.workers_idle waits
+    while any holder lives), or None where locks are not available. jit.py takes it before
+    it starts a compile worker and passes the descriptor down: the worker holds the lock
+    from its first instant, so a process that exits at once after asking for a compile
+    leaves it held (a worker taking it itself, once started, left a window in which a
+    benchmark's warm process started before the compile it depends on)."""
+    try:
+        import fcntl        # (POSIX only: elsewhere no benchmark waits for the worker)
+        f = open(os.path.join(cache_dir, WORKER_LOCK), "a")
+    except (ImportError, OSError):
+        return None
+    try:
+        fcntl.flock(f, fcntl.LOCK_SH)
+    except OSError:
+        f.close()
+        return None
+    return f
+
+
 def compiled_on_disk(source: str, serial: bool) -> bool:
     """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
     earlier process): its first call then loads it."""
