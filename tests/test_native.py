@@ -179,6 +179,59 @@ def test_release_counts_and_views():
 
 
 @needs_native
+def test_numpy_tier_views_release_their_base_however_they_die():
+    """Array's C dealloc (and its free list of dead Arrays) releases a NumPy-tier view's
+    count on its base once, whether the view dies by reference count, in a cycle the
+    collector finalizes first, or as an instance of a subclass; a reused Array counts
+    again from zero."""
+    with ps.config.override(eager_elements=1 << 16):
+        _views_release(ps.asarray(np.arange(100.0)))
+
+
+def _views_release(a):
+    _ = a[1:]                         # (a view gives ``a`` its base port)
+    del _
+    b = a._port
+    base_refs = b.nrefs
+
+    def counts():
+        return b.nrefs - base_refs, b.eager_views
+
+    for _ in range(200):              # (more than the free list holds)
+        v = a[2:10]
+        assert counts() == (1, 1)
+        del v
+        assert counts() == (0, 0)
+    views = [a[k:k + 5] for k in range(100)]
+    assert counts() == (100, 100)
+    del views
+    assert counts() == (0, 0)
+
+    cycle = [a[3:7]]
+    cycle.append(cycle)              # only the collector frees it, after its finalizer ran
+    del cycle
+    gc.collect()
+    assert counts() == (0, 0)
+    for _ in range(3):
+        v = a[4:8]
+        assert counts() == (1, 1) and float(v[0]) == 4.0
+        del v
+        assert counts() == (0, 0)
+
+    class Sub(ps.Array):
+        __slots__ = ("extra",)
+    s = ps.Array.__new__(Sub)         # a bare instance, then a view's state set on it
+    v = a[5:9]
+    s._p, s._v, s._b = None, v._v, b
+    b.nrefs += 1
+    b.eager_views += 1
+    s.extra = [s]                     # (a cycle through the subclass's own slot)
+    del v, s
+    gc.collect()
+    assert counts() == (0, 0)
+
+
+@needs_native
 def test_errors_name_the_users_line():
     u = ps.asarray(np.ones(3, np.float32))
     v = ps.asarray(np.ones(4, np.float32))

@@ -181,6 +181,30 @@ static PyObject *new_port(PyObject *kind, PyObject *op, PyObject *dtype, PyObjec
     return p;
 }
 
+/* Arrays that died, kept for the next (array_dealloc): exact Arrays only, untracked, their
+ * slots cleared, each still holding its reference to the type. CPython keeps such lists for
+ * its own small objects; an Array dies with nearly every op on the NumPy tier. */
+#if PY_VERSION_HEX < 0x030D0000
+#define NFREE 64
+static PyObject *free_arrays[NFREE];
+static int n_free = 0;
+#else
+#define NFREE 0         /* (_Py_NewReference is not exported from 3.13) */
+static int n_free = 0;
+#endif
+
+static PyObject *new_array_object(void) {
+#if NFREE > 0
+    if (n_free > 0) {
+        PyObject *a = free_arrays[--n_free];
+        _Py_NewReference(a);
+        PyObject_GC_Track(a);
+        return a;
+    }
+#endif
+    return ArrayType->tp_alloc(ArrayType, 0);
+}
+
 static int add_nrefs(PyObject *port, long d) {
     PyObject *n = SLOT(port, P_nrefs);
     long v = n != NULL ? PyLong_AsLong(n) : 0;
@@ -209,7 +233,7 @@ static int add_int_slot(PyObject *o, Py_ssize_t off, long d) {
 
 /* array._wrap: a new Array referring to ``port`` (steals nothing). */
 static PyObject *wrap(PyObject *port) {
-    PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
+    PyObject *a = new_array_object();
     if (a == NULL)
         return NULL;
     if (add_nrefs(port, 1) < 0) {
@@ -827,7 +851,7 @@ static Py_ssize_t eager_limit_of_queue(void) {
 /* A NumPy-tier Array over host ndarray ``v`` (new ref; steals nothing): a buffer of its
  * own, or (``base`` not NULL) a view of base port ``base``'s buffer, counted on it. */
 static PyObject *eager_array(PyObject *v, PyObject *base) {
-    PyObject *a = ArrayType->tp_alloc(ArrayType, 0);
+    PyObject *a = new_array_object();
     if (a == NULL)
         return NULL;
     set_slot(a, A_port, Py_None);
@@ -2081,13 +2105,57 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
     Py_RETURN_NONE;
 }
 
+/* Array's tp_dealloc (install_finalizer): what CPython's generic subtype_dealloc does for it
+ * -- its finalizer, its weak references, its three slots -- without the generic path's
+ * finalizer call protocol (a temporary resurrection) and slot walk: an Array dies with
+ * nearly every op on the NumPy tier. For a subclass of Array, CPython's subtype_dealloc
+ * runs first (the subclass's own slots, the finalizer) and calls this as the base's
+ * dealloc, with the object tracked again; the finalizer has run then (the GC's flag). */
+static void array_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    int finalized = PyObject_GC_IsFinalized(self);
+    if (!finalized && configured) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);         /* (a dealloc must leave the error indicator) */
+        release_array(self);
+        PyErr_Restore(et, ev, tb);
+    }
+    if (ArrayType->tp_weaklistoffset > 0 &&
+        *(PyObject **)((char *)self + ArrayType->tp_weaklistoffset) != NULL)
+        PyObject_ClearWeakRefs(self);
+    PyObject **slots[3] = {(PyObject **)((char *)self + A_port),
+                           (PyObject **)((char *)self + A_value),
+                           (PyObject **)((char *)self + A_base)};
+    for (int k = 0; k < 3; k++)
+        Py_CLEAR(*slots[k]);
+#if NFREE > 0
+    if (tp == ArrayType && n_free < NFREE && !finalized) {
+        /* (its type reference stays with it; not one the GC finalized: the flag would stay
+         * in its GC header, and its next life's release be skipped) */
+        free_arrays[n_free++] = self;
+        return;
+    }
+#endif
+    tp->tp_free(self);
+    Py_DECREF(tp);          /* (a heap type's instances hold it; subtype_dealloc leaves this
+                             * to a heap base's dealloc) */
+}
+
 static PyObject *install_finalizer(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     if (!configured || ArrayType->tp_finalize == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "install_finalizer: not configured, or Array has "
                         "no __del__");
         return NULL;
     }
+    if (!(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE) || !(ArrayType->tp_flags & Py_TPFLAGS_HAVE_GC) ||
+        ArrayType->tp_dictoffset != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "install_finalizer: Array is not the slotted "
+                        "heap type this module expects");
+        return NULL;
+    }
     ArrayType->tp_finalize = array_finalize;
+    ArrayType->tp_dealloc = array_dealloc;
     Py_RETURN_NONE;
 }
 
