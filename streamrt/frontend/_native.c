@@ -205,9 +205,27 @@ static PyObject *new_array_object(void) {
     return ArrayType->tp_alloc(ArrayType, 0);
 }
 
+/* The value of a port's count (a Python int, small: the Arrays holding the port), read
+ * without PyLong_AsLong's general path where the int's layout is known (CPython < 3.12:
+ * a sign-carrying size and 30-bit digits); -1 with an error set otherwise. */
+static inline long count_value(PyObject *n) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(n)) {
+        Py_ssize_t size = Py_SIZE(n);
+        if (size == 0)
+            return 0;
+        if (size == 1)
+            return (long)((PyLongObject *)n)->ob_digit[0];
+        if (size == -1)
+            return -(long)((PyLongObject *)n)->ob_digit[0];
+    }
+#endif
+    return PyLong_AsLong(n);
+}
+
 static int add_nrefs(PyObject *port, long d) {
     PyObject *n = SLOT(port, P_nrefs);
-    long v = n != NULL ? PyLong_AsLong(n) : 0;
+    long v = n != NULL ? count_value(n) : 0;
     if (v == -1 && PyErr_Occurred())
         return -1;
     PyObject *m = PyLong_FromLong(v + d);
@@ -220,7 +238,7 @@ static int add_nrefs(PyObject *port, long d) {
 }
 
 static int add_int_slot(PyObject *o, Py_ssize_t off, long d) {
-    long v = PyLong_AsLong(SLOT(o, off));
+    long v = count_value(SLOT(o, off));
     if (v == -1 && PyErr_Occurred())
         return -1;
     PyObject *m = PyLong_FromLong(v + d);
@@ -1935,7 +1953,7 @@ static void decref_port(PyObject *p) {
             return;
         }
         PyObject *n = SLOT(p, P_nrefs);
-        if (PyLong_AsLong(n) > 0 || !streq(SLOT(p, P_kind), s_view))
+        if (count_value(n) > 0 || !streq(SLOT(p, P_kind), s_view))
             return;
         PyObject *ins = SLOT(p, P_inputs);
         if (ins == NULL || !PyTuple_Check(ins) || PyTuple_GET_SIZE(ins) < 1)
