@@ -107,5 +107,5 @@ def test_program_cache_key_covers_the_helpers_kernels_inline():
     from streamrt.core import keys
     from streamrt.backends.numba_cpu import lib
     with open(lib.__file__, "rb") as f:
-        digest = hashlib.sha1(f.read()).hexdigest()[:12]
+        digest = hashlib.blake2b(f.read(), digest_size=20).hexdigest()[:12]
     assert f"lib={digest}" in keys.compiler_versions()

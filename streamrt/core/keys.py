@@ -9,6 +9,11 @@ import numpy
 
 from .config import FLAGS, settings
 
+try:
+    from _blake2 import blake2b     # (0.2 ms to import; hashlib's OpenSSL: 2-3 ms)
+except ImportError:                 # (a Python built without it)
+    from hashlib import blake2b
+
 
 @functools.lru_cache(maxsize=1)
 def compiler_versions() -> str:
@@ -16,15 +21,13 @@ def compiler_versions() -> str:
     vecmath.py, rng.py and core/rngcore.py): a change to any must not load kernels compiled
     before it. Numba's version is read from its metadata: importing Numba costs ~0.5 s, and
     a key is needed before any kernel is (the compiled tier: backends/numba_cpu/jit.py)."""
-    import hashlib          # (~2.5 ms to import, OpenSSL's start-up: with the first kernel)
-
     nv = _numba_version()
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     libs = []
     for lib in (("backends", "numba_cpu", "lib.py"), ("backends", "numba_cpu", "vecmath.py"),
                 ("backends", "numba_cpu", "rng.py"), ("core", "rngcore.py")):
         with open(os.path.join(pkg, *lib), "rb") as f:
-            libs.append(f"{lib[-1][:-3]}={hashlib.sha1(f.read()).hexdigest()[:12]}")
+            libs.append(f"{lib[-1][:-3]}={_hash(f.read()).hexdigest()[:12]}")
     return f"numba={nv};numpy={numpy.__version__};" + ";".join(libs)
 
 
@@ -51,9 +54,14 @@ def _numba_version() -> str:
         return "none"
 
 
+def _hash(data=b""):
+    """A BLAKE2b hash object (20-byte digest), from CPython's own _blake2 module: importing
+    hashlib loads OpenSSL, ~2-3 ms, which a first run paid at its first kernel."""
+    return blake2b(data, digest_size=20)
+
+
 def program_key(backend: str, device: str, source: str, flags: str = "") -> str:
-    import hashlib          # (as above)
-    h = hashlib.sha1()
+    h = _hash()
     for part in (backend, device, compiler_versions(), flags, source):
         h.update(part.encode())
         h.update(b"\0")
