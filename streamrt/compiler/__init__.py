@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from ..core.config import settings
 from ..core.ir import is_scratch
 from ..core.keys import stride_classes
 from . import passes, plan
 from .fusion import space_of
-from .kernel import build_kernel, has_complex, index_table
-from .sequence import Program, ProgramSequence
+from .kernel import build_kernel, has_complex
+from .sequence import LAZY_TABLE, Program, ProgramSequence
 
 
 def kernel_program(ops, stored, space, axes, caps, inplace=frozenset(), phases=None,
@@ -137,7 +135,12 @@ def reshape(t, ports, caps):
     template's keeps its source (and compiled function) with a new index table; another is
     rendered again."""
     programs = []
-    for kind, ops, ins, outs, stored, kt, source, fn, table, partials, _w in t.programs:
+    if t.signatures is None:
+        t.signatures = [None if kt is None else
+                        signature(kt[3], kt[4], [(a[3], a[4]) for a in kt[5] + kt[6]], kt[9])
+                        for _, _, _, _, _, kt, *_ in t.programs]
+    for (kind, ops, ins, outs, stored, kt, source, fn, table, partials, _w), tsig in \
+            zip(t.programs, t.signatures):
         pops = [ports[i] for i in ops]
         sids = frozenset(ports[i].id for i in stored)
         if kt is None:
@@ -165,11 +168,10 @@ def reshape(t, ports, caps):
                        [a.port for a in k.stores] + list(k.reductions), kernel=k, stored=sids)
         if fn == "host":
             prog.fn = "host"
-        elif signature(kt[3], kt[4], [(a[3], a[4]) for a in kt[5] + kt[6]], kt[9]) == \
-                signature(k.kept, k.red, [(a.kept, a.red) for a in k.loads + k.stores],
-                          None if k.index is None else (k.index.kept, k.index.red)):
+        elif tsig == signature(k.kept, k.red, [(a.kept, a.red) for a in k.loads + k.stores],
+                               None if k.index is None else (k.index.kept, k.index.red)):
             prog.source, prog.fn, prog.partials = source, fn, partials
-            prog.table = np.array(index_table(k, "")[0], dtype=np.int64)
+            prog.table = LAZY_TABLE     # (an interpreted run never reads it)
         else:
             prog.source, prog.fn, prog.table, prog.partials = caps["render"](k, plan.choose(k))
         programs.append(prog)

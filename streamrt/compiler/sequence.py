@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..core.ops import OPS
 from ..core.ir import is_scratch
-from .kernel import Access, Kernel
+from .kernel import Access, Kernel, index_table
+
+LAZY_TABLE = object()   # Program.table: built from the kernel at first use
 
 
 class Program:
-    __slots__ = ("kind", "ops", "kernel", "inputs", "outputs", "source", "fn", "table",
+    __slots__ = ("kind", "ops", "kernel", "inputs", "outputs", "source", "fn", "_table",
                  "partials", "weights", "seq", "stored", "executor")
 
     def __init__(self, kind, ops, inputs, outputs, kernel=None, stored=frozenset()):
@@ -25,6 +29,20 @@ class Program:
         self.weights = weights(ops)
         self.seq = None
         self.executor = None
+
+    @property
+    def table(self):
+        """The kernel's index table (sizes, offsets, strides: kernel.index_table), an int64
+        array; built at first use where ``compiler.reshape`` left it to be (LAZY_TABLE): a
+        kernel that runs interpreted never reads it."""
+        t = self._table
+        if t is LAZY_TABLE:
+            t = self._table = np.array(index_table(self.kernel, "")[0], dtype=np.int64)
+        return t
+
+    @table.setter
+    def table(self, t):
+        self._table = t
 
     def bases(self):
         """The ports whose buffers this program reads (a view's base), each once."""
@@ -133,11 +151,12 @@ class ProgramSequence:
 # buffer stays alive through a cache) and is instantiated for new ports in one pass.
 
 class Template:
-    __slots__ = ("programs", "dead", "n", "sites", "direct", "generic")
+    __slots__ = ("programs", "dead", "n", "sites", "direct", "generic", "signatures")
 
     def __init__(self, programs, dead, n, sites):
         self.programs, self.dead, self.n, self.sites = programs, dead, n, sites
         self.direct = None      # executors/direct.py: None (not tried), False or a TracePlan
+        self.signatures = None  # compiler.reshape: each kernel's signature, once
         # whether compiler.reshape can re-derive it for other sizes: no scan and no row
         # kernel (their structure is chosen from sizes it does not re-check)
         self.generic = all(kind in ("kernel", "intrinsic", "refop") and (kt is None or not kt[10])
