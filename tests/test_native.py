@@ -232,6 +232,47 @@ def _views_release(a):
 
 
 @needs_native
+def test_operator_slots_keep_pythons_dispatch_rules():
+    """Array's operator slots are C functions calling its BinOps (native.install_slots); the
+    operand rules are Python's: a subclass's reflected method comes first, and NumPy
+    operands, numbers and the reflected forms give what the methods give."""
+    a = ps.asarray(np.arange(4.0))
+
+    class Sub(ps.Array):
+        def __add__(self, other):
+            return "Sub.__add__"
+
+        def __radd__(self, other):
+            return "Sub.__radd__"
+
+        def __lt__(self, other):
+            return "Sub.__lt__"
+
+        def __gt__(self, other):
+            return "Sub.__gt__"
+    s = ps.Array.__new__(Sub)
+    assert a + s == "Sub.__radd__"        # the subclass's reflected method first
+    assert s + a == "Sub.__add__"
+    assert 1.0 + s == "Sub.__radd__"
+    assert (a < s) == "Sub.__gt__"        # (a < s: the subclass's reflection, s > a)
+    assert (s < a) == "Sub.__lt__"
+
+    import operator
+    for name in ("add", "sub", "mul", "truediv", "floordiv", "mod",
+                 "lt", "le", "eq", "ne", "gt", "ge"):
+        f = getattr(operator, name)
+        for x, y in ((a, 2.0), (2.0, a), (a, np.float64(3.0)), (a, a[::-1]), (np.ones(4), a)):
+            want = f(np.asarray(x) if isinstance(x, ps.Array) else x,
+                     np.asarray(y) if isinstance(y, ps.Array) else y)
+            np.testing.assert_array_equal(np.asarray(f(x, y)), want)
+    ints = ps.asarray(np.arange(8))
+    for op in ("and_", "or_", "xor", "lshift", "rshift"):
+        f = getattr(operator, op)
+        np.testing.assert_array_equal(np.asarray(f(ints, 3)), f(np.arange(8), 3))
+        np.testing.assert_array_equal(np.asarray(f(3, ints)), f(3, np.arange(8)))
+
+
+@needs_native
 def test_errors_name_the_users_line():
     u = ps.asarray(np.ones(3, np.float32))
     v = ps.asarray(np.ones(4, np.float32))

@@ -19,7 +19,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 6     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 7     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -91,6 +91,7 @@ def install(enqueue_plain):
             setattr(Array, name, functools.update_wrapper(_native.Fast(2, op, f), f))
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
+    _native.install_slots()           # (the operators' number slots, set to C directly: last)
     config.listeners.append(_native.settings_changed)
     cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
