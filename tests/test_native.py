@@ -270,6 +270,28 @@ def test_operator_slots_keep_pythons_dispatch_rules():
         f = getattr(operator, op)
         np.testing.assert_array_equal(np.asarray(f(ints, 3)), f(np.arange(8), 3))
         np.testing.assert_array_equal(np.asarray(f(3, ints)), f(3, np.arange(8)))
+    # in-place operators and indexing (mp_subscript, mp_ass_subscript), on the NumPy tier
+    # and recorded
+    for eager in (1 << 16, 0):
+        with ps.config.override(eager_elements=eager):
+            m, want = ps.asarray(np.arange(12.0).reshape(3, 4)), np.arange(12.0).reshape(3, 4)
+            for f in (operator.iadd, operator.isub, operator.imul, operator.itruediv):
+                m = f(m, 2.0)
+                want = f(want, 2.0)
+                m[1, 1:3] = 7.0
+                want[1, 1:3] = 7.0
+                row = m[2]
+                row += m[0]
+                want[2] += want[0]
+            np.testing.assert_array_equal(np.asarray(m), want)
+            assert float(m[1, 2]) == want[1, 2]
+    with pytest.raises(AttributeError):
+        del a[0]
+
+    class Indexed(ps.Array):
+        def __getitem__(self, key):
+            return ("Indexed", key)
+    assert ps.Array.__new__(Indexed)[1:2] == ("Indexed", slice(1, 2))
 
 
 @needs_native

@@ -2351,6 +2351,50 @@ static PyObject *array_richcompare(PyObject *self, PyObject *other, int op) {
     return call_binop(cmp_ops[op], self, other);
 }
 
+/* indexing (mp_subscript, mp_ass_subscript) and the in-place operators: their Fast objects
+ * (the self operand is the object whose slot runs) */
+static PyObject *getitem_op, *setitem_op;
+static PyObject *array_subscript(PyObject *self, PyObject *key) {
+    PyObject *args[2] = {self, key};
+    return fast_vectorcall(getitem_op, args, 2, NULL);
+}
+
+static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value) {
+    PyObject *r;
+    if (value == NULL) {            /* del a[key]: the method, as the generic slot calls it */
+        r = PyObject_CallMethod(self, "__delitem__", "O", key);
+    } else {
+        PyObject *args[3] = {self, key, value};
+        r = fast_vectorcall(setitem_op, args, 3, NULL);
+    }
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+enum { IP_ADD, IP_SUB, IP_MUL, IP_TRUEDIV, IP_FLOORDIV, IP_MOD, IP_AND, IP_OR, IP_XOR,
+       IP_LSHIFT, IP_RSHIFT, IP_COUNT };
+static const char *ip_names[IP_COUNT] = {
+    "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+    "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"};
+static PyObject *ip_ops[IP_COUNT];
+#define IP_SLOT(fn, k) static PyObject *fn(PyObject *a, PyObject *b) { \
+    PyObject *args[2] = {a, b}; \
+    return Py_TYPE(ip_ops[k]) == &FastType ? fast_vectorcall(ip_ops[k], args, 2, NULL) \
+                                           : PyObject_Vectorcall(ip_ops[k], args, 2, NULL); }
+IP_SLOT(ip_add, IP_ADD)
+IP_SLOT(ip_sub, IP_SUB)
+IP_SLOT(ip_mul, IP_MUL)
+IP_SLOT(ip_truediv, IP_TRUEDIV)
+IP_SLOT(ip_floordiv, IP_FLOORDIV)
+IP_SLOT(ip_mod, IP_MOD)
+IP_SLOT(ip_and, IP_AND)
+IP_SLOT(ip_or, IP_OR)
+IP_SLOT(ip_xor, IP_XOR)
+IP_SLOT(ip_lshift, IP_LSHIFT)
+IP_SLOT(ip_rshift, IP_RSHIFT)
+
 static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     PyNumberMethods *nb = ArrayType != NULL ? ArrayType->tp_as_number : NULL;
     if (!configured || nb == NULL || !(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
@@ -2377,6 +2421,37 @@ static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unu
         }
         Py_XSETREF(cmp_ops[op], Py_NewRef(f));
     }
+    PyObject *gi = PyDict_GetItemString(d, "__getitem__");
+    PyObject *si = PyDict_GetItemString(d, "__setitem__");
+    PyMappingMethods *mp = ArrayType->tp_as_mapping;
+    if (gi == NULL || si == NULL || Py_TYPE(gi) != &FastType || Py_TYPE(si) != &FastType ||
+            mp == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_slots: Array's indexing is not Fast");
+        return NULL;
+    }
+    for (int k = 0; k < IP_COUNT; k++) {
+        PyObject *f = PyDict_GetItemString(d, ip_names[k]);
+        if (f == NULL || Py_TYPE(f) != &FastType) {
+            PyErr_Format(PyExc_RuntimeError, "install_slots: Array.%s is not Fast", ip_names[k]);
+            return NULL;
+        }
+        Py_XSETREF(ip_ops[k], Py_NewRef(f));
+    }
+    Py_XSETREF(getitem_op, Py_NewRef(gi));
+    Py_XSETREF(setitem_op, Py_NewRef(si));
+    mp->mp_subscript = array_subscript;
+    mp->mp_ass_subscript = array_ass_subscript;
+    nb->nb_inplace_add = ip_add;
+    nb->nb_inplace_subtract = ip_sub;
+    nb->nb_inplace_multiply = ip_mul;
+    nb->nb_inplace_true_divide = ip_truediv;
+    nb->nb_inplace_floor_divide = ip_floordiv;
+    nb->nb_inplace_remainder = ip_mod;
+    nb->nb_inplace_and = ip_and;
+    nb->nb_inplace_or = ip_or;
+    nb->nb_inplace_xor = ip_xor;
+    nb->nb_inplace_lshift = ip_lshift;
+    nb->nb_inplace_rshift = ip_rshift;
     ArrayType->tp_richcompare = array_richcompare;
     nb->nb_add = nb_add;
     nb->nb_subtract = nb_sub;
@@ -2401,8 +2476,8 @@ static PyMethodDef methods[] = {
      "path); returns the previous state."},
     {"install_finalizer", install_finalizer, METH_NOARGS, "Array's tp_finalize: the C "
      "__del__ (after Array.__del__ is the ArrayDel)."},
-    {"install_slots", install_slots, METH_NOARGS, "Array's binary-operator and comparison "
-     "slots in C, calling its BinOps (after they are set on Array)."},
+    {"install_slots", install_slots, METH_NOARGS, "Array's operator, comparison, in-place "
+     "and indexing slots in C, calling its BinOps and Fast objects (after they are set)."},
     {"enqueue", py_enqueue, METH_O, "array._enqueue_plain in C (the port joins this thread's "
      "work queue; an Array of it comes back)."},
     {"settings_changed", settings_changed, METH_NOARGS, "A setting changed (config.py): work "
