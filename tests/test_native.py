@@ -295,6 +295,46 @@ def test_operator_slots_keep_pythons_dispatch_rules():
 
 
 @needs_native
+def test_a_float64_element_is_numpys_and_meets_arrays_directly():
+    """An element of a float64 Array on the NumPy tier is a NumPy float64 (of a subclass,
+    _native.float64: type(e) is np.float64 is the one thing that differs) whose + - * / with
+    an Array go straight to the Array's operator; values, dtypes and promotion are NumPy's,
+    also for the results of its arithmetic with numbers, which keep the subclass."""
+    import pickle
+    with ps.config.override(eager_elements=1 << 16):
+        a = np.arange(12.0).reshape(3, 4)
+        x = ps.asarray(a)
+        e = x[1, 2]
+        assert type(e) is native._native.float64 and isinstance(e, (np.float64, float))
+        assert e.dtype == np.float64 and repr(e) == repr(a[1, 2]) and hash(e) == hash(6.0)
+        assert type(pickle.loads(pickle.dumps(e))) is np.float64
+        assert x[-1, -1] == a[-1, -1] and x[1][2] == 6.0
+        s = 1.5 * e
+        assert type(s) is native._native.float64 and s == 9.0
+        f32 = ps.asarray(np.arange(4, dtype=np.float32))
+        for got, want in ((e * x[0], a[1, 2] * a[0]), (x[0] * e, a[0] * a[1, 2]),
+                          (e - x[0], a[1, 2] - a[0]), (e / (x[0] + 1.0), a[1, 2] / (a[0] + 1)),
+                          (1.5 * e * x[:, 1], 1.5 * a[1, 2] * a[:, 1]),
+                          (e + f32, a[1, 2] + np.arange(4, dtype=np.float32))):
+            assert isinstance(got, ps.Array)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), want)
+        assert np.sqrt(e) == np.sqrt(6.0) and float(e) == 6.0 and e / 0.0 == np.inf
+        # element writes of floats, NumPy floats and elements; other values through NumPy
+        x[0, 0] = e
+        x[0, 1] = np.float64(2.5)
+        x[0, 2] = 7
+        x[0, -1] = 1.25
+        np.testing.assert_array_equal(np.asarray(x[0]), [6.0, 2.5, 7.0, 1.25])
+        with pytest.raises(IndexError):
+            x[3, 0]
+        with pytest.raises(IndexError):
+            x[0, 4] = 1.0
+        ints = ps.asarray(np.arange(4))
+        assert type(ints[1]) is np.int64             # (other dtypes: NumPy's own scalars)
+
+
+@needs_native
 def test_errors_name_the_users_line():
     u = ps.asarray(np.ones(3, np.float32))
     v = ps.asarray(np.ones(4, np.float32))

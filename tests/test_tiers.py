@@ -41,7 +41,7 @@ def test_small_ops_run_through_numpy_and_record_nothing(tier):
 def test_an_element_is_a_numpy_scalar_and_a_view_shares_the_buffer(tier):
     x = ps.asarray(np.arange(6.0).reshape(2, 3))
     e = x[1, 2]
-    assert type(e) is np.float64 and e == 5.0
+    assert isinstance(e, np.float64) and e.dtype == np.float64 and e == 5.0
     v = x[1]
     x[1, 0] = 10.0                 # a write into the base is seen through the view
     assert float(v[0]) == 10.0
@@ -188,7 +188,7 @@ def test_a_small_read_of_recorded_work_computes_it_once(tier):
     assert st["ops_eager"] >= 64
     assert_same(A, want, rtol=1e-13)
     e = (ps.asarray(a0) + 1.0)[3, 2, 1]    # an element: a NumPy scalar, as NumPy gives
-    assert type(e) is np.float64 and e == a0[3, 2, 1] + 1.0
+    assert isinstance(e, np.float64) and e == a0[3, 2, 1] + 1.0
 
 
 def test_a_dying_temporary_may_take_the_result_never_a_live_array(tier):

@@ -20,6 +20,7 @@
 #include <structmember.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
 
 #if PY_VERSION_HEX < 0x030B0000
 static int PyFrame_GetLasti(PyFrameObject *f) {
@@ -1067,15 +1068,54 @@ static Py_ssize_t broadcast_size(PyObject *const *hv, Py_ssize_t n) {
     return size;
 }
 
+static PyTypeObject F64Type;
+
+/* A float64 element (F64Type) as NumPy's own np.float64 (new ref), for a NumPy call: NumPy's
+ * ufuncs take a subclass of a scalar type through their slow conversion (~350 ns more). NULL
+ * without an error for any other value. */
+static inline PyObject *plain_scalar(PyObject *v) {
+    if (Py_TYPE(v) != &F64Type)
+        return NULL;
+    PyObject *s = PyArrayScalar_New(Double);
+    if (s != NULL)
+        PyArrayScalar_VAL(s, Double) = PyArrayScalar_VAL(v, Double);
+    return s;
+}
+
+static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                               PyObject **hv, Py_ssize_t n, Py_ssize_t lim);
+
 static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
                             Py_ssize_t n) {
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
-    PyObject *hv[3];
+    PyObject *hv[3], *own[3] = {NULL, NULL, NULL};
     for (Py_ssize_t k = 0; k < n; k++)
         if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
             return NULL;
+    int any = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (Py_TYPE(hv[k]) == &F64Type) {
+            if ((own[k] = plain_scalar(hv[k])) == NULL)
+                goto done;
+            hv[k] = own[k];
+            any = 1;
+        }
+    if (!any)
+        return eager_call_hv(refslot, name, vals, hv, n, lim);
+    PyObject *r = eager_call_hv(refslot, name, vals, hv, n, lim);
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_XDECREF(own[k]);
+    return r;
+done:
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_XDECREF(own[k]);
+    return NULL;
+}
+
+static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                               PyObject **hv, Py_ssize_t n, Py_ssize_t lim) {
     if (n > 1) {
         /* the result too is under the limit (tiers.py): ``a[:, None] + b[None, :]`` of two
          * small vectors is a large array, recorded to fuse with what reads it */
@@ -1585,6 +1625,44 @@ static PyObject *eager_key(PyObject *key, Py_ssize_t lim, int *basic) {
 /* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
  * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
  * error -> the Python path */
+static PyObject *wrap_f64(PyObject *r);
+static PyObject *new_f64(double v);
+
+/* The address of element ``key`` of float64 ndarray ``a`` when ``key`` is one Python int
+ * per axis (NumPy's negative indices counted from the end); NULL without an error when the
+ * key is anything else (NumPy's indexing then decides, and raises), or out of range. */
+static char *f64_element(PyArrayObject *a, PyObject *key) {
+    if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_ISNBO(PyArray_DESCR(a)->byteorder) ||
+            !PyArray_ISALIGNED(a))
+        return NULL;
+    int nd = PyArray_NDIM(a);
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(key)) {
+        n = PyTuple_GET_SIZE(key);
+        items = &PyTuple_GET_ITEM(key, 0);
+    }
+    if (n != nd || nd == 0)
+        return NULL;
+    char *p = PyArray_BYTES(a);
+    for (int ax = 0; ax < nd; ax++) {
+        if (!PyLong_CheckExact(items[ax]))
+            return NULL;
+        Py_ssize_t i = PyLong_AsSsize_t(items[ax]);
+        if (i == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return NULL;
+        }
+        npy_intp d = PyArray_DIM(a, ax);
+        if (i < 0)
+            i += d;
+        if (i < 0 || i >= d)
+            return NULL;
+        p += i * PyArray_STRIDE(a, ax);
+    }
+    return p;
+}
+
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
     if (pv == NULL)
@@ -1592,6 +1670,9 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
+    char *el = f64_element((PyArrayObject *)pv, key);
+    if (el != NULL)                     /* an element of a float64 array: read here */
+        return new_f64(*(double *)el);
     int basic;
     PyObject *hkey = eager_key(key, lim, &basic);
     if (hkey == NULL)
@@ -1618,7 +1699,7 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
         return NULL;
     }
     if (!PyArray_CheckExact(r))
-        return r;
+        return wrap_f64(r);             /* an element: a NumPy scalar */
     PyObject *a = eager_array(r, base);
     Py_DECREF(r);
     return a;
@@ -1645,11 +1726,28 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
     PyObject *vv = eager_operand(value, lim);
     if (vv == NULL)
         return 0;
+    PyTypeObject *vt = Py_TYPE(vv);
+    if ((vt == &F64Type || vt == &PyFloat_Type || vt == &PyDoubleArrType_Type) &&
+            PyArray_ISWRITEABLE((PyArrayObject *)pv)) {
+        char *el = f64_element((PyArrayObject *)pv, key);
+        if (el != NULL) {               /* an element of a float64 array: written here */
+            *(double *)el = vt == &PyFloat_Type ? PyFloat_AS_DOUBLE(vv)
+                                                : PyArrayScalar_VAL(vv, Double);
+            n_eager++;
+            return 1;
+        }
+    }
     int basic;
     PyObject *hkey = eager_key(key, lim, &basic);
     if (hkey == NULL)
         return 0;
-    int rc = PyObject_SetItem(pv, hkey, vv);
+    PyObject *own = plain_scalar(vv);       /* (NumPy converts a scalar subclass slowly) */
+    if (own == NULL && PyErr_Occurred()) {
+        Py_DECREF(hkey);
+        return -1;
+    }
+    int rc = PyObject_SetItem(pv, hkey, own != NULL ? own : vv);
+    Py_XDECREF(own);
     Py_DECREF(hkey);
     if (rc < 0)
         return numpy_error();
@@ -1671,8 +1769,12 @@ static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
     PyObject *uf = ref_of(&f->ref, f->name);
     if (uf == NULL)
         return NULL;
-    PyObject *args[3] = {pv, ov, pv};
+    PyObject *own = plain_scalar(ov);
+    if (own == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *args[3] = {pv, own != NULL ? own : ov, pv};
     PyObject *r = PyObject_Vectorcall(uf, args, 3, NULL);
+    Py_XDECREF(own);
     if (r == NULL) {
         numpy_error();
         return NULL;
@@ -2341,6 +2443,61 @@ NB_SLOT(nb_xor, NB_XOR)
 NB_SLOT(nb_lshift, NB_LSHIFT)
 NB_SLOT(nb_rshift, NB_RSHIFT)
 
+/* ---- the float64 element ------------------------------------------------------------------
+ * An element read from a float64 Array on the NumPy tier (``A[i, k]``) is a NumPy float64 --
+ * of this subclass of it. ``A[i, k] * A[:i+1, k]`` with a plain np.float64 on the left goes
+ * through NumPy's scalar operator, its array operator, the ufunc and its override protocol
+ * before it reaches Array.__array_ufunc__: ~400 ns over the same product with the operands
+ * swapped (a PolyBench-style triangular loop spends a third of its time there). This
+ * subclass's +, -, *, / hand an Array operand straight to Array's reflected operator, and
+ * otherwise are np.float64's, their float64 results of this type again (alpha * A[i, k]
+ * keeps it). Everything else is np.float64's: its value, dtype, repr, hash, pickling (to a
+ * plain np.float64); ``type(x) is np.float64`` is False, isinstance holds. */
+static PyNumberMethods f64_number;
+
+/* A float64 element of value ``v``: of F64Type once the operator slots are installed, a plain
+ * np.float64 before (new ref). */
+static PyObject *new_f64(double v) {
+    PyObject *w = nb_ops[NB_MUL][1] != NULL ? F64Type.tp_alloc(&F64Type, 0)
+                                           : PyArrayScalar_New(Double);
+    if (w != NULL)
+        PyArrayScalar_VAL(w, Double) = v;
+    return w;
+}
+
+static PyObject *wrap_f64(PyObject *r) {
+    if (r == NULL || Py_TYPE(r) != &PyDoubleArrType_Type || nb_ops[NB_MUL][1] == NULL)
+        return r;
+    PyObject *w = new_f64(PyArrayScalar_VAL(r, Double));
+    Py_DECREF(r);
+    return w;
+}
+
+static inline PyObject *f64_nb(int k, binaryfunc base, PyObject *a, PyObject *b) {
+    if (Py_TYPE(b) == ArrayType && nb_ops[k][1] != NULL)
+        return call_binop(nb_ops[k][1], b, a);
+    if (Py_TYPE(a) == ArrayType && nb_ops[k][0] != NULL)
+        return call_binop(nb_ops[k][0], a, b);
+    return wrap_f64(base(a, b));
+}
+
+#define F64_SLOT(fn, k, slot) static PyObject *fn(PyObject *a, PyObject *b) { \
+    return f64_nb(k, PyDoubleArrType_Type.tp_as_number->slot, a, b); }
+F64_SLOT(f64_add, NB_ADD, nb_add)
+F64_SLOT(f64_sub, NB_SUB, nb_subtract)
+F64_SLOT(f64_mul, NB_MUL, nb_multiply)
+F64_SLOT(f64_truediv, NB_TRUEDIV, nb_true_divide)
+
+static PyTypeObject F64Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.float64",
+    .tp_basicsize = sizeof(PyDoubleScalarObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A NumPy float64 read from a streamrt Array: np.float64 in every respect, but "
+              "an Array operand of + - * / goes straight to the Array's operator.",
+    .tp_as_number = &f64_number,
+};
+
 /* comparisons: tp_richcompare, whose first operand is always the object whose slot runs */
 static const char *cmp_names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
 static PyObject *cmp_ops[6];    /* by Py_LT .. Py_GE */
@@ -2497,6 +2654,13 @@ static struct PyModuleDef moddef = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     import_array();
+    f64_number.nb_add = f64_add;
+    f64_number.nb_subtract = f64_sub;
+    f64_number.nb_multiply = f64_mul;
+    f64_number.nb_true_divide = f64_truediv;
+    F64Type.tp_base = &PyDoubleArrType_Type;
+    if (PyType_Ready(&F64Type) < 0)
+        return NULL;
     if (PyType_Ready(&BinOpType) < 0 || PyType_Ready(&MapFuncType) < 0 ||
         PyType_Ready(&FastType) < 0 ||
         PyType_Ready(&ArrayDelType) < 0 || PyType_Ready(&QueueLockType) < 0)
@@ -2508,6 +2672,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "BinOp", (PyObject *)&BinOpType) < 0 ||
         PyModule_AddObjectRef(m, "MapFunc", (PyObject *)&MapFuncType) < 0 ||
         PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
+        PyModule_AddObjectRef(m, "float64", (PyObject *)&F64Type) < 0 ||
         PyModule_AddObjectRef(m, "ArrayDel", (PyObject *)&ArrayDelType) < 0 ||
         PyModule_AddObjectRef(m, "QueueLock", (PyObject *)&QueueLockType) < 0) {
         Py_DECREF(m);
