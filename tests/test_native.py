@@ -311,6 +311,7 @@ def test_a_float64_element_is_numpys_and_meets_arrays_directly():
         assert x[-1, -1] == a[-1, -1] and x[1][2] == 6.0
         s = 1.5 * e
         assert type(s) is native._native.float64 and s == 9.0
+        assert type(-e) is type(abs(-e)) is native._native.float64 and abs(-e) == 6.0
         f32 = ps.asarray(np.arange(4, dtype=np.float32))
         for got, want in ((e * x[0], a[1, 2] * a[0]), (x[0] * e, a[0] * a[1, 2]),
                           (e - x[0], a[1, 2] - a[0]), (e / (x[0] + 1.0), a[1, 2] / (a[0] + 1)),

@@ -2450,8 +2450,8 @@ NB_SLOT(nb_rshift, NB_RSHIFT)
  * before it reaches Array.__array_ufunc__: ~400 ns over the same product with the operands
  * swapped (a PolyBench-style triangular loop spends a third of its time there). This
  * subclass's +, -, *, / hand an Array operand straight to Array's reflected operator, and
- * otherwise are np.float64's, their float64 results of this type again (alpha * A[i, k]
- * keeps it). Everything else is np.float64's: its value, dtype, repr, hash, pickling (to a
+ * otherwise are np.float64's, their float64 results of this type again (alpha * A[i, k],
+ * -alpha, abs(x) keep it). Everything else is np.float64's: its value, dtype, repr, hash, pickling (to a
  * plain np.float64); ``type(x) is np.float64`` is False, isinstance holds. */
 static PyNumberMethods f64_number;
 
@@ -2487,6 +2487,11 @@ F64_SLOT(f64_add, NB_ADD, nb_add)
 F64_SLOT(f64_sub, NB_SUB, nb_subtract)
 F64_SLOT(f64_mul, NB_MUL, nb_multiply)
 F64_SLOT(f64_truediv, NB_TRUEDIV, nb_true_divide)
+#define F64_UNARY(fn, slot) static PyObject *fn(PyObject *a) { \
+    return wrap_f64(PyDoubleArrType_Type.tp_as_number->slot(a)); }
+F64_UNARY(f64_neg, nb_negative)
+F64_UNARY(f64_pos, nb_positive)
+F64_UNARY(f64_abs, nb_absolute)
 
 static PyTypeObject F64Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -2658,6 +2663,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     f64_number.nb_subtract = f64_sub;
     f64_number.nb_multiply = f64_mul;
     f64_number.nb_true_divide = f64_truediv;
+    f64_number.nb_negative = f64_neg;          /* (-alpha keeps the type: durbin's alpha) */
+    f64_number.nb_positive = f64_pos;
+    f64_number.nb_absolute = f64_abs;
     F64Type.tp_base = &PyDoubleArrType_Type;
     if (PyType_Ready(&F64Type) < 0)
         return NULL;
