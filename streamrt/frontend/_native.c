@@ -207,10 +207,11 @@ static PyObject *new_array_object(void) {
 }
 
 /* The value of a port's count (a Python int, small: the Arrays holding the port), read
- * without PyLong_AsLong's general path where the int's layout is known (CPython < 3.12:
+ * without PyLong_AsLong's general path where the int's layout is known (CPython 3.11:
  * a sign-carrying size and 30-bit digits); -1 with an error set otherwise. */
 static inline long count_value(PyObject *n) {
-#if PY_VERSION_HEX < 0x030C0000
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    /* (3.11: PyLongObject's layout is in Python.h, cpython/longintrepr.h) */
     if (PyLong_CheckExact(n)) {
         Py_ssize_t size = Py_SIZE(n);
         if (size == 0)
