@@ -333,6 +333,12 @@ def test_a_float64_element_is_numpys_and_meets_arrays_directly():
             x[0, 4] = 1.0
         ints = ps.asarray(np.arange(4))
         assert type(ints[1]) is np.int64             # (other dtypes: NumPy's own scalars)
+        # a float64 scalar from a NumPy function on the NumPy tier is one too (atax's
+        # ``(A[i, :] @ x) * A[i, :]``), with NumPy's value
+        h = np.asarray(x)                            # (x's elements were written above)
+        for got, want in ((x[0] @ x[1], h[0] @ h[1]), (x.sum(), h.sum()),
+                          (ps.dot(x[2], x[0]), np.dot(h[2], h[0]))):
+            assert type(got) is native._native.float64 and got == want
 
 
 @needs_native

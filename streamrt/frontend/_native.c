@@ -1911,7 +1911,9 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
         Py_DECREF(r);
         return NULL;
     }
-    return r;                           /* a scalar (NumPy's or Python's), None, ... */
+    /* a scalar (NumPy's or Python's), None, ...: a float64 one as an element is
+     * (``A[i, :] @ x`` then meets ``A[i, :]`` directly) */
+    return wrap_f64(r);
 }
 
 /* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
