@@ -1095,24 +1095,18 @@ static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const 
     for (Py_ssize_t k = 0; k < n; k++)
         if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
             return NULL;
-    int any = 0;
+    PyObject *r = NULL;
     for (Py_ssize_t k = 0; k < n; k++)
         if (Py_TYPE(hv[k]) == &F64Type) {
             if ((own[k] = plain_scalar(hv[k])) == NULL)
                 goto done;
             hv[k] = own[k];
-            any = 1;
         }
-    if (!any)
-        return eager_call_hv(refslot, name, vals, hv, n, lim);
-    PyObject *r = eager_call_hv(refslot, name, vals, hv, n, lim);
-    for (Py_ssize_t k = 0; k < n; k++)
-        Py_XDECREF(own[k]);
-    return r;
+    r = eager_call_hv(refslot, name, vals, hv, n, lim);
 done:
     for (Py_ssize_t k = 0; k < n; k++)
         Py_XDECREF(own[k]);
-    return NULL;
+    return r;
 }
 
 static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *const *vals,
@@ -1623,9 +1617,6 @@ static PyObject *eager_key(PyObject *key, Py_ssize_t lim, int *basic) {
 }
 
 
-/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
- * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
- * error -> the Python path */
 static PyObject *wrap_f64(PyObject *r);
 static PyObject *new_f64(double v);
 
@@ -1664,6 +1655,9 @@ static char *f64_element(PyArrayObject *a, PyObject *key) {
     return p;
 }
 
+/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
+ * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
+ * error -> the Python path */
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
     if (pv == NULL)
@@ -2271,8 +2265,8 @@ static PyObject *install_finalizer(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED
                         "no __del__");
         return NULL;
     }
-    if (!(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE) || !(ArrayType->tp_flags & Py_TPFLAGS_HAVE_GC) ||
-        ArrayType->tp_dictoffset != 0) {
+    if (!(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            !(ArrayType->tp_flags & Py_TPFLAGS_HAVE_GC) || ArrayType->tp_dictoffset != 0) {
         PyErr_SetString(PyExc_RuntimeError, "install_finalizer: Array is not the slotted "
                         "heap type this module expects");
         return NULL;
@@ -2411,25 +2405,14 @@ static PyObject *eager_count(PyObject *mod, PyObject *reset) {
  * afterwards resets its slot to the generic one (CPython's update_slot). */
 enum { NB_ADD, NB_SUB, NB_MUL, NB_TRUEDIV, NB_FLOORDIV, NB_MOD, NB_AND, NB_OR, NB_XOR,
        NB_LSHIFT, NB_RSHIFT, NB_COUNT };
-static const char *nb_names[NB_COUNT][2] = {
-    {"__add__", "__radd__"}, {"__sub__", "__rsub__"}, {"__mul__", "__rmul__"},
-    {"__truediv__", "__rtruediv__"}, {"__floordiv__", "__rfloordiv__"},
-    {"__mod__", "__rmod__"}, {"__and__", "__rand__"}, {"__or__", "__ror__"},
-    {"__xor__", "__rxor__"}, {"__lshift__", "__rlshift__"}, {"__rshift__", "__rrshift__"}};
 static PyObject *nb_ops[NB_COUNT][2];      /* the BinOps: forward, reflected */
-
-static inline PyObject *call_binop(PyObject *op, PyObject *self, PyObject *other) {
-    if (Py_TYPE(op) == &BinOpType)
-        return binop_call2((BinOp *)op, self, other);
-    PyObject *args[2] = {self, other};
-    return PyObject_Vectorcall(op, args, 2, NULL);
-}
+static int slots_installed = 0;            /* install_slots has run: nb_ops and the rest set */
 
 static inline PyObject *array_nb(int k, PyObject *a, PyObject *b) {
     if (Py_TYPE(a) == ArrayType)
-        return call_binop(nb_ops[k][0], a, b);
+        return binop_call2((BinOp *)nb_ops[k][0], a, b);
     if (Py_TYPE(b) == ArrayType)
-        return call_binop(nb_ops[k][1], b, a);
+        return binop_call2((BinOp *)nb_ops[k][1], b, a);
     Py_RETURN_NOTIMPLEMENTED;
 }
 
@@ -2447,29 +2430,30 @@ NB_SLOT(nb_lshift, NB_LSHIFT)
 NB_SLOT(nb_rshift, NB_RSHIFT)
 
 /* ---- the float64 element ------------------------------------------------------------------
- * An element read from a float64 Array on the NumPy tier (``A[i, k]``) is a NumPy float64 --
- * of this subclass of it. ``A[i, k] * A[:i+1, k]`` with a plain np.float64 on the left goes
- * through NumPy's scalar operator, its array operator, the ufunc and its override protocol
- * before it reaches Array.__array_ufunc__: ~400 ns over the same product with the operands
- * swapped (a PolyBench-style triangular loop spends a third of its time there). This
- * subclass's +, -, *, / hand an Array operand straight to Array's reflected operator, and
- * otherwise are np.float64's, their float64 results of this type again (alpha * A[i, k],
- * -alpha, abs(x) keep it). Everything else is np.float64's: its value, dtype, repr, hash, pickling (to a
- * plain np.float64); ``type(x) is np.float64`` is False, isinstance holds. */
+ * An element read from a float64 Array on the NumPy tier (``A[i, k]``), or a float64 scalar
+ * a NumPy function returns there, is a NumPy float64 -- of this subclass of it.
+ * ``A[i, k] * A[:i+1, k]`` with a plain np.float64 on the left goes through NumPy's scalar
+ * operator, its array operator, the ufunc and its override protocol before it reaches
+ * Array.__array_ufunc__: ~400 ns over the same product with the operands swapped (a
+ * PolyBench-style triangular loop spent a third of its time there). This subclass's + - * /
+ * hand an Array operand straight to Array's operator, and otherwise are np.float64's, their
+ * float64 results of this type again (alpha * A[i, k], -alpha, abs(x) keep it). Everything
+ * else is np.float64's: value, dtype, repr, hash, pickling (to a plain np.float64);
+ * ``type(x) is np.float64`` is False, isinstance holds. */
 static PyNumberMethods f64_number;
 
-/* A float64 element of value ``v``: of F64Type once the operator slots are installed, a plain
+/* A float64 element of value ``v``: of F64Type once the slots are installed, a plain
  * np.float64 before (new ref). */
 static PyObject *new_f64(double v) {
-    PyObject *w = nb_ops[NB_MUL][1] != NULL ? F64Type.tp_alloc(&F64Type, 0)
-                                           : PyArrayScalar_New(Double);
+    PyObject *w = slots_installed ? F64Type.tp_alloc(&F64Type, 0) : PyArrayScalar_New(Double);
     if (w != NULL)
         PyArrayScalar_VAL(w, Double) = v;
     return w;
 }
 
+/* ``r`` (stolen) as F64Type when it is a plain np.float64 and the slots are installed */
 static PyObject *wrap_f64(PyObject *r) {
-    if (r == NULL || Py_TYPE(r) != &PyDoubleArrType_Type || nb_ops[NB_MUL][1] == NULL)
+    if (r == NULL || Py_TYPE(r) != &PyDoubleArrType_Type || !slots_installed)
         return r;
     PyObject *w = new_f64(PyArrayScalar_VAL(r, Double));
     Py_DECREF(r);
@@ -2477,10 +2461,12 @@ static PyObject *wrap_f64(PyObject *r) {
 }
 
 static inline PyObject *f64_nb(int k, binaryfunc base, PyObject *a, PyObject *b) {
-    if (Py_TYPE(b) == ArrayType && nb_ops[k][1] != NULL)
-        return call_binop(nb_ops[k][1], b, a);
-    if (Py_TYPE(a) == ArrayType && nb_ops[k][0] != NULL)
-        return call_binop(nb_ops[k][0], a, b);
+    if (slots_installed) {
+        if (Py_TYPE(b) == ArrayType)
+            return binop_call2((BinOp *)nb_ops[k][1], b, a);
+        if (Py_TYPE(a) == ArrayType)
+            return binop_call2((BinOp *)nb_ops[k][0], a, b);
+    }
     return wrap_f64(base(a, b));
 }
 
@@ -2507,13 +2493,10 @@ static PyTypeObject F64Type = {
 };
 
 /* comparisons: tp_richcompare, whose first operand is always the object whose slot runs */
-static const char *cmp_names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
 static PyObject *cmp_ops[6];    /* by Py_LT .. Py_GE */
 
 static PyObject *array_richcompare(PyObject *self, PyObject *other, int op) {
-    if (op < 0 || op > 5 || cmp_ops[op] == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    return call_binop(cmp_ops[op], self, other);
+    return binop_call2((BinOp *)cmp_ops[op], self, other);
 }
 
 /* indexing (mp_subscript, mp_ass_subscript) and the in-place operators: their Fast objects
@@ -2540,14 +2523,10 @@ static int array_ass_subscript(PyObject *self, PyObject *key, PyObject *value) {
 
 enum { IP_ADD, IP_SUB, IP_MUL, IP_TRUEDIV, IP_FLOORDIV, IP_MOD, IP_AND, IP_OR, IP_XOR,
        IP_LSHIFT, IP_RSHIFT, IP_COUNT };
-static const char *ip_names[IP_COUNT] = {
-    "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
-    "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"};
 static PyObject *ip_ops[IP_COUNT];
 #define IP_SLOT(fn, k) static PyObject *fn(PyObject *a, PyObject *b) { \
     PyObject *args[2] = {a, b}; \
-    return Py_TYPE(ip_ops[k]) == &FastType ? fast_vectorcall(ip_ops[k], args, 2, NULL) \
-                                           : PyObject_Vectorcall(ip_ops[k], args, 2, NULL); }
+    return fast_vectorcall(ip_ops[k], args, 2, NULL); }
 IP_SLOT(ip_add, IP_ADD)
 IP_SLOT(ip_sub, IP_SUB)
 IP_SLOT(ip_mul, IP_MUL)
@@ -2560,75 +2539,76 @@ IP_SLOT(ip_xor, IP_XOR)
 IP_SLOT(ip_lshift, IP_LSHIFT)
 IP_SLOT(ip_rshift, IP_RSHIFT)
 
+/* Each slot install_slots fills: its method names, where the slot is, its C function. */
+#define NB_AT(f) offsetof(PyNumberMethods, f)
+static const struct { const char *fwd, *refl; size_t at; binaryfunc fn; } nb_table[NB_COUNT] = {
+    [NB_ADD] = {"__add__", "__radd__", NB_AT(nb_add), nb_add},
+    [NB_SUB] = {"__sub__", "__rsub__", NB_AT(nb_subtract), nb_sub},
+    [NB_MUL] = {"__mul__", "__rmul__", NB_AT(nb_multiply), nb_mul},
+    [NB_TRUEDIV] = {"__truediv__", "__rtruediv__", NB_AT(nb_true_divide), nb_truediv},
+    [NB_FLOORDIV] = {"__floordiv__", "__rfloordiv__", NB_AT(nb_floor_divide), nb_floordiv},
+    [NB_MOD] = {"__mod__", "__rmod__", NB_AT(nb_remainder), nb_mod},
+    [NB_AND] = {"__and__", "__rand__", NB_AT(nb_and), nb_and},
+    [NB_OR] = {"__or__", "__ror__", NB_AT(nb_or), nb_or},
+    [NB_XOR] = {"__xor__", "__rxor__", NB_AT(nb_xor), nb_xor},
+    [NB_LSHIFT] = {"__lshift__", "__rlshift__", NB_AT(nb_lshift), nb_lshift},
+    [NB_RSHIFT] = {"__rshift__", "__rrshift__", NB_AT(nb_rshift), nb_rshift}};
+static const struct { const char *name; size_t at; binaryfunc fn; } ip_table[IP_COUNT] = {
+    [IP_ADD] = {"__iadd__", NB_AT(nb_inplace_add), ip_add},
+    [IP_SUB] = {"__isub__", NB_AT(nb_inplace_subtract), ip_sub},
+    [IP_MUL] = {"__imul__", NB_AT(nb_inplace_multiply), ip_mul},
+    [IP_TRUEDIV] = {"__itruediv__", NB_AT(nb_inplace_true_divide), ip_truediv},
+    [IP_FLOORDIV] = {"__ifloordiv__", NB_AT(nb_inplace_floor_divide), ip_floordiv},
+    [IP_MOD] = {"__imod__", NB_AT(nb_inplace_remainder), ip_mod},
+    [IP_AND] = {"__iand__", NB_AT(nb_inplace_and), ip_and},
+    [IP_OR] = {"__ior__", NB_AT(nb_inplace_or), ip_or},
+    [IP_XOR] = {"__ixor__", NB_AT(nb_inplace_xor), ip_xor},
+    [IP_LSHIFT] = {"__ilshift__", NB_AT(nb_inplace_lshift), ip_lshift},
+    [IP_RSHIFT] = {"__irshift__", NB_AT(nb_inplace_rshift), ip_rshift}};
+static const char *cmp_names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
+
+/* Array.<name> into *slot (a new reference) when it is of type ``tp``; -1 with an error */
+static int take_method(const char *name, PyTypeObject *tp, PyObject **slot) {
+    PyObject *f = PyDict_GetItemString(ArrayType->tp_dict, name);
+    if (f == NULL || Py_TYPE(f) != tp) {
+        PyErr_Format(PyExc_RuntimeError, "install_slots: Array.%s is not a %s", name,
+                     tp->tp_name);
+        return -1;
+    }
+    Py_XSETREF(*slot, Py_NewRef(f));
+    return 0;
+}
+
 static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     PyNumberMethods *nb = ArrayType != NULL ? ArrayType->tp_as_number : NULL;
-    if (!configured || nb == NULL || !(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    PyMappingMethods *mp = ArrayType != NULL ? ArrayType->tp_as_mapping : NULL;
+    if (!configured || nb == NULL || mp == NULL ||
+            !(ArrayType->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
         PyErr_SetString(PyExc_RuntimeError, "install_slots: not configured");
         return NULL;
     }
-    PyObject *d = ArrayType->tp_dict;
+    /* (every method first: a missing one leaves every slot CPython's) */
     for (int k = 0; k < NB_COUNT; k++)
-        for (int r = 0; r < 2; r++) {
-            PyObject *f = PyDict_GetItemString(d, nb_names[k][r]);
-            if (f == NULL || Py_TYPE(f) != &BinOpType) {
-                PyErr_Format(PyExc_RuntimeError, "install_slots: Array.%s is not a BinOp",
-                             nb_names[k][r]);
-                return NULL;
-            }
-            Py_XSETREF(nb_ops[k][r], Py_NewRef(f));
-        }
-    for (int op = 0; op < 6; op++) {
-        PyObject *f = PyDict_GetItemString(d, cmp_names[op]);
-        if (f == NULL || Py_TYPE(f) != &BinOpType) {
-            PyErr_Format(PyExc_RuntimeError, "install_slots: Array.%s is not a BinOp",
-                         cmp_names[op]);
+        if (take_method(nb_table[k].fwd, &BinOpType, &nb_ops[k][0]) < 0 ||
+                take_method(nb_table[k].refl, &BinOpType, &nb_ops[k][1]) < 0)
             return NULL;
-        }
-        Py_XSETREF(cmp_ops[op], Py_NewRef(f));
-    }
-    PyObject *gi = PyDict_GetItemString(d, "__getitem__");
-    PyObject *si = PyDict_GetItemString(d, "__setitem__");
-    PyMappingMethods *mp = ArrayType->tp_as_mapping;
-    if (gi == NULL || si == NULL || Py_TYPE(gi) != &FastType || Py_TYPE(si) != &FastType ||
-            mp == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "install_slots: Array's indexing is not Fast");
+    for (int op = 0; op < 6; op++)
+        if (take_method(cmp_names[op], &BinOpType, &cmp_ops[op]) < 0)
+            return NULL;
+    for (int k = 0; k < IP_COUNT; k++)
+        if (take_method(ip_table[k].name, &FastType, &ip_ops[k]) < 0)
+            return NULL;
+    if (take_method("__getitem__", &FastType, &getitem_op) < 0 ||
+            take_method("__setitem__", &FastType, &setitem_op) < 0)
         return NULL;
-    }
-    for (int k = 0; k < IP_COUNT; k++) {
-        PyObject *f = PyDict_GetItemString(d, ip_names[k]);
-        if (f == NULL || Py_TYPE(f) != &FastType) {
-            PyErr_Format(PyExc_RuntimeError, "install_slots: Array.%s is not Fast", ip_names[k]);
-            return NULL;
-        }
-        Py_XSETREF(ip_ops[k], Py_NewRef(f));
-    }
-    Py_XSETREF(getitem_op, Py_NewRef(gi));
-    Py_XSETREF(setitem_op, Py_NewRef(si));
+    for (int k = 0; k < NB_COUNT; k++)
+        *(binaryfunc *)((char *)nb + nb_table[k].at) = nb_table[k].fn;
+    for (int k = 0; k < IP_COUNT; k++)
+        *(binaryfunc *)((char *)nb + ip_table[k].at) = ip_table[k].fn;
+    ArrayType->tp_richcompare = array_richcompare;
     mp->mp_subscript = array_subscript;
     mp->mp_ass_subscript = array_ass_subscript;
-    nb->nb_inplace_add = ip_add;
-    nb->nb_inplace_subtract = ip_sub;
-    nb->nb_inplace_multiply = ip_mul;
-    nb->nb_inplace_true_divide = ip_truediv;
-    nb->nb_inplace_floor_divide = ip_floordiv;
-    nb->nb_inplace_remainder = ip_mod;
-    nb->nb_inplace_and = ip_and;
-    nb->nb_inplace_or = ip_or;
-    nb->nb_inplace_xor = ip_xor;
-    nb->nb_inplace_lshift = ip_lshift;
-    nb->nb_inplace_rshift = ip_rshift;
-    ArrayType->tp_richcompare = array_richcompare;
-    nb->nb_add = nb_add;
-    nb->nb_subtract = nb_sub;
-    nb->nb_multiply = nb_mul;
-    nb->nb_true_divide = nb_truediv;
-    nb->nb_floor_divide = nb_floordiv;
-    nb->nb_remainder = nb_mod;
-    nb->nb_and = nb_and;
-    nb->nb_or = nb_or;
-    nb->nb_xor = nb_xor;
-    nb->nb_lshift = nb_lshift;
-    nb->nb_rshift = nb_rshift;
+    slots_installed = 1;
     Py_RETURN_NONE;
 }
 

@@ -43,7 +43,7 @@ from ...core.ops import OPS
 from . import program_cache
 
 COLD, QUEUED, READY, FAILED = "cold", "queued", "ready", "failed"
-NUMBA_LOAD_S = 0.6       # importing Numba and its first kernel load (LLVM, thread pool), once per process
+NUMBA_LOAD_S = 0.6       # importing Numba, its first kernel load (contexts, LLVM): once a process
 KERNEL_LOAD_S = 0.03     # loading one compiled kernel from the disk cache
 MAX_KERNELS = 4096
 EXIT_COMPILES = 4        # variants compiled after exit for the next run, at most

@@ -182,9 +182,10 @@ def _marker(source, what):
     return _path(_key_of(source))[:-3] + f".{what}"
 
 
-def variant_marker(module_path: str, serial: bool) -> str:
-    """The file beside a kernel's module saying that variant is in Numba's disk cache."""
-    return module_path[:-3] + (".serial" if serial else ".parallel")
+def variant_marker(module_path: str, serial: bool, what: str = "") -> str:
+    """The file beside a kernel's module saying that variant is in Numba's disk cache (with
+    ``what`` "gain-": what it would have saved, ``note_gain``)."""
+    return module_path[:-3] + "." + what + ("serial" if serial else "parallel")
 
 
 WORKER_LOCK = "compile-worker.lock"     # (under the cache root: held by live compile workers)
@@ -213,12 +214,12 @@ def worker_lock(cache_dir):
 def compiled_on_disk(source: str, serial: bool) -> bool:
     """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
     earlier process): its first call then loads it."""
-    return os.path.exists(_marker(source, "serial" if serial else "parallel"))
+    return os.path.exists(variant_marker(_path(_key_of(source)), serial))
 
 
 def mark_compiled(source: str, serial: bool):
     try:
-        _write_atomic(_marker(source, "serial" if serial else "parallel"), "")
+        _write_atomic(variant_marker(_path(_key_of(source)), serial), "")
     except OSError:
         pass
 
@@ -226,7 +227,7 @@ def mark_compiled(source: str, serial: bool):
 def note_gain(source: str, serial: bool, gain: float):
     """Record what a variant of ``source`` would have saved over its interpreted runs in this
     process (jit.py: the next process loads Numba for it at once only if that paid)."""
-    path = _marker(source, "gain-serial" if serial else "gain-parallel")
+    path = variant_marker(_path(_key_of(source)), serial, "gain-")
     try:
         _write_atomic(path, repr(max(float(gain), noted_gain(source, serial))))
     except OSError:
@@ -235,7 +236,7 @@ def note_gain(source: str, serial: bool, gain: float):
 
 def noted_gain(source: str, serial: bool) -> float:
     try:
-        with open(_marker(source, "gain-serial" if serial else "gain-parallel")) as f:
+        with open(variant_marker(_path(_key_of(source)), serial, "gain-")) as f:
             return float(f.read())
     except (OSError, ValueError):
         return 0.0
