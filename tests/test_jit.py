@@ -72,6 +72,20 @@ def test_the_switch_to_the_compiled_kernel(background):
     assert_same(second, first, rtol=1e-14)
 
 
+def test_with_the_jit_off_a_hot_kernel_compiles_nothing(background):
+    """STREAMRT_JIT=off: kernels run interpreted and none is sent to the compile worker
+    (they were: a worker compiled beside the program, for kernels it would never use)."""
+    rng = np.random.default_rng(2)
+    a, b = rng.random(N), rng.random(N)
+    x, y = ps.asarray(a), ps.asarray(b)
+    ps.config.set(jit="off", jit_margin=0.0)            # (would compile at the first run)
+    for _ in range(3):
+        assert_same(_program(x, y), _expect(a, b), rtol=1e-15)
+    st = background()
+    assert st["kernels_interpreted"] == 3 and st["compiles_requested"] == 0
+    assert st["kernels_launched"] == 0
+
+
 def test_a_compile_that_fails_stays_interpreted_and_is_remembered(background, monkeypatch):
     rng = np.random.default_rng(2)
     a = rng.random(N)

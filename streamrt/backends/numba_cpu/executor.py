@@ -173,6 +173,10 @@ class CPUExecutor(Executor):
                                                     lambda: self.describe(prog))):
                 # the kernel is not compiled (yet): its ops run through NumPy, and the cost
                 # model may send it to the compile worker (backends/numba_cpu/jit.py)
+                if m == "off":          # (never compiled: nothing to account)
+                    self._interpret(prog)
+                    stats.add("kernels_interpreted")
+                    return
                 t0 = time.perf_counter()
                 self._interpret(prog)
                 jit.interpreted(prog, serial, time.perf_counter() - t0,
