@@ -372,3 +372,37 @@ def test_a_small_statement_written_through_a_view_runs_through_numpy(tier):
     assert_same(keep, e[:250], rtol=1e-13)
     e[:250] *= 2.0
     assert_same(C, e, rtol=1e-13)
+
+
+def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch):
+    """``alpha * np.outer(a, b)`` in a statement written through a view: the outer product
+    no Array holds any more is a temporary as NumPy sees one, and the product is computed
+    in its buffer (no fresh result from the reference op). An outer product whose buffer a
+    NumPy array still shows, or an Array still holds, is left as it was."""
+    from streamrt.backends import base
+    calls = []
+    ref = base._refop
+    monkeypatch.setattr(base, "_refop", lambda p, args: (calls.append(p.op), ref(p, args))[1])
+    m, n = 300, 400
+    c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    a0, b0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    C, a, b = ps.asarray(c0), ps.asarray(a0), ps.asarray(b0)
+    C.numpy()
+    e = c0.copy()
+    row = C[0]                                       # (a NumPy-tier view: the write is now)
+    C[:250] += 1.5 * ps.outer(a[:250], b)
+    e[:250] += 1.5 * np.outer(a0[:250], b0)
+    assert_same(C, e, rtol=1e-13)
+    assert "multiply" not in calls
+    box = [ps.outer(a[:250], b)]
+    shown = np.asarray(box[0])                       # its buffer, seen by NumPy
+    held = ps.outer(a[:200], b)
+    C[:250] += 2.0 * box.pop()                       # (no Array holds it once multiplied)
+    C[:200] += 3.0 * held
+    assert calls.count("multiply") == 2
+    e[:250] += 2.0 * np.outer(a0[:250], b0)
+    e[:200] += 3.0 * np.outer(a0[:200], b0)
+    assert_same(C, e, rtol=1e-13)
+    assert_same(shown, np.outer(a0[:250], b0), rtol=1e-15)
+    assert_same(held, np.outer(a0[:200], b0), rtol=1e-15)
+    del row

@@ -367,7 +367,7 @@ def region_values(ops, regions, keep, alias):
     return out
 
 
-def interpret(ops, keep, regions, alias, alloc):
+def interpret(ops, keep, regions, alias, alloc, dying=()):
     """Each of ``ops`` through NumPy, in order (its reference definition), into the buffers
     a kernel would have written: the CPU executor's interpreted kernels and the statements
     the C-Scheduler runs at once (runtime/cscheduler.py ``_run_statement``). ``keep``: the
@@ -377,8 +377,12 @@ def interpret(ops, keep, regions, alias, alloc):
     element-wise op writes into the buffer of a temporary that dies with it, or into its
     output buffer (NumPy's elision of temporaries: a fresh 8 MB result faults its pages in
     again each time). ``regions``, ``alias``: the region writes whose ``value`` buffer is
-    ready, see ``region_values``; ``alloc(shape, dtype)``: a new buffer."""
+    ready, see ``region_values``; ``alloc(shape, dtype)``: a new buffer. ``dying``: the ids
+    of inputs computed before whose buffers nothing else reads (runtime/cscheduler.py
+    ``_dying``): temporaries too, dropped after their last use here."""
     mine = {p.id for p in ops}
+    if dying:
+        mine.update(dying)
     last = {}
     for n, p in enumerate(ops):
         for i in p.inputs:

@@ -233,12 +233,13 @@ def _statement_now(entries, through):
     return wrote and n <= WRITE_NOW_ELEMENTS
 
 
-def _run_statement(entries, through, private=None):
+def _run_statement(entries, through, private=None, q=None):
     """Run ``_statement_now``'s entries through NumPy in order, as NumPy runs the statement
     (backends/base.py ``interpret``, the CPU interpreter's loop): the region write goes into
     ``through``'s buffer, its value straight into the region when no Array holds it
     (``private``: frontend/indexing.py ``_write_through``); a value an Array holds keeps a
-    buffer of its own."""
+    buffer of its own. A computed buffer read here that nothing else can read any more
+    (``_dying``) is a temporary as NumPy sees one: an element-wise op may write into it."""
     ops = [e[1] for e in entries if e[1].kind != "view"]
     writes = set()
     for p in ops:
@@ -246,10 +247,29 @@ def _run_statement(entries, through, private=None):
             p.value = through.value
             writes.add(p.id)
     keep = {p.id for p in ops if p.nrefs > 0 and p is not private}
-    interpret(ops, keep, writes, writes, lambda shape, dt: np.empty(shape, dt))
+    interpret(ops, keep, writes, writes, lambda shape, dt: np.empty(shape, dt),
+              _dying(ops, q))
     for e in entries:
         e[1].state = DONE
     tiers.note_eager(len(ops))
+
+
+def _dying(ops, q):
+    """The ids of the constants ``ops`` read whose buffer nothing else can read: no Array
+    holds the constant or a view of it (NumPy-tier views included), no recorded work of
+    another queue reads it, and no Python object but the port refers to its ndarray (what
+    NumPy's own elision of temporaries asks: ``alpha * np.outer(a, b)`` in symm's row loop
+    scales the outer product in its own buffer instead of a fresh one)."""
+    out = None
+    for p in ops:
+        for i in p.inputs:
+            if i.kind == "const" and i.nrefs <= 0 and not i.eager_views and \
+                    (i.captured is None or i.captured is q) and type(i.value) is np.ndarray \
+                    and sys.getrefcount(i.value) == 2:
+                if out is None:
+                    out = set()
+                out.add(i.id)
+    return out or ()
 
 
 def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None,
@@ -257,7 +277,7 @@ def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None,
     """flush's work once the entries are taken (``sent`` gets the sequence when it is
     handed to the E-Scheduler or run)."""
     if through is not None and _statement_now(entries, through):
-        _run_statement(entries, through, private)
+        _run_statement(entries, through, private, q)
         return None
     executor, placed = placement.choose(entries, kparts, q.taken_max)
     cluster = hooks.distributed
