@@ -868,6 +868,16 @@ static Py_ssize_t eager_limit_of_queue(void) {
     return lim;
 }
 
+/* Whether ndarray ``a`` has fewer than ``lim`` elements: PyArray_SIZE without its call into
+ * NumPy's API table (PyArray_MultiplyList, not inlined: ~5% of an operator on the tier). */
+static inline int size_below(PyArrayObject *a, Py_ssize_t lim) {
+    int nd = PyArray_NDIM(a);
+    npy_intp *d = PyArray_DIMS(a), n = 1;
+    for (int k = 0; k < nd; k++)
+        n *= d[k];
+    return n < lim;
+}
+
 /* A NumPy-tier Array over host ndarray ``v`` (new ref; steals nothing): a buffer of its
  * own, or (``base`` not NULL) a view of base port ``base``'s buffer, counted on it. */
 static PyObject *eager_array(PyObject *v, PyObject *base) {
@@ -965,12 +975,12 @@ static PyObject *eager_operand(PyObject *v, Py_ssize_t lim) {
     PyTypeObject *t = Py_TYPE(v);
     if (t == ArrayType) {
         PyObject *vv = host_of(v);
-        return vv != NULL && PyArray_SIZE((PyArrayObject *)vv) < lim ? vv : NULL;
+        return vv != NULL && size_below((PyArrayObject *)vv, lim) ? vv : NULL;
     }
     if (t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type || t == &PyComplex_Type ||
         PyArray_IsScalar(v, Generic))
         return v;
-    if (t == &PyArray_Type && PyArray_SIZE((PyArrayObject *)v) < lim)
+    if (t == &PyArray_Type && size_below((PyArrayObject *)v, lim))
         return v;
     return NULL;
 }
@@ -1581,7 +1591,7 @@ static PyObject *eager_item(PyObject *k, Py_ssize_t lim, int *basic) {
         return Py_NewRef(k);
     if (Py_TYPE(k) == ArrayType) {
         PyObject *h = host_of(k);
-        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim)
+        if (h == NULL || !size_below((PyArrayObject *)h, lim))
             return NULL;
         *basic = 0;
         return Py_NewRef(h);
@@ -1756,7 +1766,7 @@ static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
     if (pv == NULL)
         return NULL;
     Py_ssize_t lim = eager_limit();
-    if (lim <= 0 || PyArray_SIZE((PyArrayObject *)pv) >= lim)
+    if (lim <= 0 || !size_below((PyArrayObject *)pv, lim))
         return NULL;
     PyObject *ov = eager_operand(other, lim);
     if (ov == NULL)
@@ -1802,7 +1812,7 @@ typedef struct { PyObject *host[MAXFOUND], *array[MAXFOUND]; int n; } Found;
 static PyObject *eager_arg(PyObject *v, Py_ssize_t lim, Found *fd, int deep) {
     if (Py_TYPE(v) == ArrayType) {
         PyObject *h = host_of(v);
-        if (h == NULL || PyArray_SIZE((PyArrayObject *)h) >= lim || fd->n >= MAXFOUND)
+        if (h == NULL || !size_below((PyArrayObject *)h, lim) || fd->n >= MAXFOUND)
             return NULL;
         fd->host[fd->n] = h;
         fd->array[fd->n] = v;
@@ -2233,10 +2243,14 @@ static void array_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     int finalized = PyObject_GC_IsFinalized(self);
     if (!finalized && configured) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);         /* (a dealloc must leave the error indicator) */
-        release_array(self);
-        PyErr_Restore(et, ev, tb);
+        if (PyErr_Occurred()) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);     /* (a dealloc must leave the error indicator) */
+            release_array(self);
+            PyErr_Restore(et, ev, tb);
+        } else {
+            release_array(self);            /* (it clears what it raises) */
+        }
     }
     if (ArrayType->tp_weaklistoffset > 0 &&
         *(PyObject **)((char *)self + ArrayType->tp_weaklistoffset) != NULL)
