@@ -406,3 +406,54 @@ def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch
     assert_same(shown, np.outer(a0[:250], b0), rtol=1e-15)
     assert_same(held, np.outer(a0[:200], b0), rtol=1e-15)
     del row
+
+
+@pytest.fixture
+def interpreted():
+    """Kernels interpreted, process-wide (they may launch on the scheduler's thread)."""
+    from streamrt.core.config import settings
+    old = settings.jit
+    ps.sync()
+    ps.config.set(jit="off")
+    try:
+        yield
+    finally:
+        ps.sync()
+        ps.config.set(jit=old)
+
+
+def test_an_interpreted_kernel_computes_into_a_dying_constant(tier, interpreted, monkeypatch):
+    """``A + np.outer(u, v)`` over large arrays: the outer product (a NumPy-tier result no
+    Array holds once added) is a temporary as NumPy sees one, and the interpreted kernel
+    adds into its buffer (the reference op does not allocate a result). A constant a NumPy
+    array still shows, one an Array holds and one a later program still reads keep their
+    values."""
+    from streamrt.backends import base
+    calls = []
+    ref = base._refop
+    monkeypatch.setattr(base, "_refop", lambda p, args: (calls.append(p.op), ref(p, args))[1])
+    m, n = 300, 400                                  # (120,000 elements: recorded)
+    a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    A, u, v = ps.asarray(a0), ps.asarray(u0), ps.asarray(v0)
+    A.numpy()
+    r = (A + ps.outer(u, v)) * 2.0                 # (the sum: a temporary of the kernel)
+    assert_same(r, (a0 + np.outer(u0, v0)) * 2.0, rtol=1e-15)
+    assert calls.count("add") == 0
+    box = [ps.outer(u, v)]
+    shown = np.asarray(box[0])
+    held = ps.outer(u, v) + 0.0
+    r2 = (A + box.pop()) * 2.0
+    r3 = (A + held) * 2.0
+    assert_same(r2, (a0 + np.outer(u0, v0)) * 2.0, rtol=1e-15)
+    assert_same(shown, np.outer(u0, v0), rtol=1e-15)
+    assert calls.count("add") == 2
+    o = ps.outer(u, v)
+    s1 = (A + o) * 2.0
+    s2 = o * s1.sum()                               # (a second kernel, after the sum)
+    del o
+    e1 = (a0 + np.outer(u0, v0)) * 2.0
+    assert_same(s1, e1, rtol=1e-15)
+    assert_same(s2, np.outer(u0, v0) * e1.sum(), rtol=1e-12)
+    assert_same(held, np.outer(u0, v0), rtol=1e-15)
+    assert_same(r3, (a0 + np.outer(u0, v0)) * 2.0, rtol=1e-15)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..core.ops import OPS
-from ..core.ir import is_scratch
+from ..core.ir import dying_buffer, is_scratch
 from .kernel import Access, Kernel, index_table
 
 LAZY_TABLE = object()   # Program.table: built from the kernel at first use
@@ -95,7 +95,7 @@ def weights(ops):
 
 class ProgramSequence:
     __slots__ = ("programs", "dead", "remaining", "groups", "on_done", "timing", "transient",
-                 "owner", "cancelled")
+                 "elidable", "owner", "cancelled")
 
     def __init__(self, programs, dead, groups=None):
         self.programs = programs
@@ -105,6 +105,7 @@ class ProgramSequence:
         self.on_done = None
         self.timing = None          # scheduler/placement.py: run time of an auto-placed sequence
         self.transient = None       # {port id: [port, readers left]} (see mark_transient)
+        self.elidable = None        # ids of the transient constants (see mark_transient)
         self.owner = None           # the thread that submitted it (its ident)
         self.cancelled = None       # the CancelledError its programs not started yet get
 
@@ -114,7 +115,9 @@ class ProgramSequence:
         released. Only this sequence's programs can read them -- nothing recorded later can
         name them -- so each is dropped as soon as its last reader here has run, instead of
         living until the whole sequence completes (a 32-step wave loop: ~130 buffers of 32 MB
-        alive at once, and fresh pages faulted in at every run)."""
+        alive at once, and fresh pages faulted in at every run). Constants nothing else can
+        read (core/ir.py ``dying_buffer``: ``np.outer(a, b)`` in ``A + np.outer(a, b)``) are
+        transient too, and ``elidable``: their last reader may compute into them."""
         made = set()
         for prog in self.programs:
             for p in prog.outputs:
@@ -123,11 +126,17 @@ class ProgramSequence:
         out = {}
         for prog in self.programs:
             for b in prog.bases():
-                if b.id in made or (is_scratch(b)
-                                    and b.nrefs <= 0):
+                if b.id in out or b.id in made or is_scratch(b) and b.nrefs <= 0 or \
+                        dying_buffer(b):
                     e = out.get(b.id)
                     if e is None:
                         out[b.id] = [b, 1]
+                        if b.kind == "const" and not is_scratch(b):
+                            # a temporary computed before (core/ir.py dying_buffer): its
+                            # last reader may write into it (CPUExecutor._interpret)
+                            if self.elidable is None:
+                                self.elidable = set()
+                            self.elidable.add(b.id)
                     else:
                         e[1] += 1
         self.transient = out or None

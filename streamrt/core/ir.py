@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import sys
 
 import numpy as np
 
@@ -111,6 +112,19 @@ def scratch_port(shape, dtype, site=None):
 
 def is_scratch(p):
     return p.kind == "const" and p.params == ("scratch",)
+
+
+def dying_buffer(p):
+    """Whether constant port ``p``'s buffer is a temporary as NumPy sees one: no Array holds
+    the constant or a view of it (NumPy-tier views included), at most one work queue's
+    recorded work reads it (the one being run), and no Python object but the port refers to
+    its ndarray (NumPy's own criterion for eliding a temporary: its reference count). The
+    interpreter may then write an element-wise result into it at its last reader
+    (``alpha * np.outer(a, b)``: the product in the outer's buffer)."""
+    v = p.value
+    return p.kind == "const" and p.nrefs <= 0 and not p.eager_views and \
+        not isinstance(p.captured, tuple) and type(v) is np.ndarray and v.base is None and \
+        sys.getrefcount(v) == 3         # (the port, ``v`` and getrefcount's argument)
 
 
 def strided(a, off, shape, st):

@@ -11,7 +11,7 @@ import numpy as np
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
 from ..core.errors import CancelledError, MacroError, callsite, record_error
-from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, is_scratch
+from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, dying_buffer, is_scratch
 from ..core.ops import OPS
 from .. import compiler
 from ..compiler import sequence
@@ -255,17 +255,13 @@ def _run_statement(entries, through, private=None, q=None):
 
 
 def _dying(ops, q):
-    """The ids of the constants ``ops`` read whose buffer nothing else can read: no Array
-    holds the constant or a view of it (NumPy-tier views included), no recorded work of
-    another queue reads it, and no Python object but the port refers to its ndarray (what
-    NumPy's own elision of temporaries asks: ``alpha * np.outer(a, b)`` in symm's row loop
-    scales the outer product in its own buffer instead of a fresh one)."""
+    """The ids of the constants ``ops`` read whose buffer nothing else can read
+    (core/ir.py ``dying_buffer``; and no other queue's recorded work reads it)."""
     out = None
     for p in ops:
         for i in p.inputs:
-            if i.kind == "const" and i.nrefs <= 0 and not i.eager_views and \
-                    (i.captured is None or i.captured is q) and type(i.value) is np.ndarray \
-                    and sys.getrefcount(i.value) == 2:
+            if i.kind == "const" and (i.captured is None or i.captured is q) and \
+                    dying_buffer(i):
                 if out is None:
                     out = set()
                 out.add(i.id)

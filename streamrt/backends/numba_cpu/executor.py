@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from ...core import atfork, stats
+from ...core import atfork, hooks, stats
 from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
@@ -87,6 +87,18 @@ def chunks_for(K, R0):
         return 1
     want = max(1, (16 * T + K - 1) // K)
     return int(max(1, min(want, R0 // 4096)))
+
+
+def _last_read(prog):
+    """The ids of the constants ``prog`` is the last program of its sequence to read that
+    nothing else can read (compiler/sequence.py ``mark_transient``'s ``elidable``): its
+    interpreted ops may write into them, as NumPy writes into a dying temporary. None while
+    the debugger compares results with a reference run of the same inputs."""
+    seq = prog.seq
+    if seq is None or not seq.elidable or hooks.on_complete is not None:
+        return ()
+    t, el = seq.transient, seq.elidable
+    return [b.id for b in prog.bases() if b.id in el and t.get(b.id, (None, 0))[1] == 1]
 
 
 def prepare_region_write(a, alloc):
@@ -218,7 +230,8 @@ class CPUExecutor(Executor):
                 regions.add(a.port.id)
                 if a.role == "alias":
                     alias.add(a.port.id)
-        interpret(ops, {p.id for p in prog.outputs}, regions, alias, self.alloc)
+        interpret(ops, {p.id for p in prog.outputs}, regions, alias, self.alloc,
+                  _last_read(prog))
 
     def describe(self, prog):
         """The kernel's argument types as _run_kernel passes them (jit.py's compile worker
