@@ -93,7 +93,7 @@ def _last_read(prog):
     """The ids of the constants ``prog`` is the last program of its sequence to read that
     nothing else can read (compiler/sequence.py ``mark_transient``'s ``elidable``): its
     interpreted ops may write into them, as NumPy writes into a dying temporary. None while
-    the debugger compares results with a reference run of the same inputs."""
+    the debugger compares a kernel's results with a reference run of its inputs."""
     seq = prog.seq
     if seq is None or not seq.elidable or hooks.on_complete is not None:
         return ()
