@@ -147,6 +147,36 @@ def test_a_triangular_loop_hits_the_trace_cache_from_its_second_iteration(stats,
     assert_same(C, expect, rtol=1e-14)
 
 
+def test_a_sliding_window_keeps_its_kernels_with_new_offsets(stats, generate_calls):
+    """A loop over windows of one size (``x[k:k + m]``, Floyd-Warshall's ``path[:, k:k+1]``)
+    changes only its views' offsets: each later iteration instantiates the first one's
+    template with its loads at the new offsets (compiler.reoffset), no kernel is rebuilt or
+    rendered, and the values are NumPy's. A region write in the trace keeps the general
+    re-derivation (its offset decides whether it may write in place)."""
+    m, n = 500, 40
+    rng = np.random.default_rng(11)
+    x0, y0 = rng.random(m + n), rng.random(m)
+    x, y = ps.asarray(x0), ps.asarray(y0)
+    got = []
+    for k in range(n):
+        got.append(float((x[k:k + m] * 2.0 + y).sum()))
+    st = stats()
+    assert st["trace_cache_misses"] == 1 and st["trace_cache_offset_hits"] == n - 1
+    assert len(generate_calls) == 1
+    want = [float((x0[k:k + m] * 2.0 + y0).sum()) for k in range(n)]
+    assert_same(np.array(got), np.array(want), rtol=1e-13)
+    z = ps.asarray(np.zeros(m + n))
+    for k in range(4):
+        z[k:k + m] = x[k:k + m] * 3.0
+        z.numpy()
+    st2 = stats()
+    assert st2["trace_cache_offset_hits"] == st["trace_cache_offset_hits"]
+    e = np.zeros(m + n)
+    for k in range(4):
+        e[k:k + m] = x0[k:k + m] * 3.0
+    assert_same(z, e, rtol=1e-15)
+
+
 def _mul(y):
     return y * 2.0                              # <order-mul>
 

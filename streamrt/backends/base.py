@@ -408,9 +408,7 @@ def _interpret(ops, keep, alloc, mine, last, into_region, regions):
                 not ufunc_into(p, into):
             r = _refop(p, [ref_value(i) for i in p.inputs])
             if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
-                    r.dtype == p.dtype and r.shape == tuple(p.shape) and not any(
-                        i.kind != "scalar" and np.may_share_memory(r, i.host_value())
-                        for i in p.inputs):
+                    r.dtype == p.dtype and r.shape == tuple(p.shape) and _own(r, p):
                 p.value = r
             else:
                 if p.value is None:
@@ -420,6 +418,20 @@ def _interpret(ops, keep, alloc, mine, last, into_region, regions):
             p.value = into
         for i in dead:
             i.value = None
+
+
+def _own(r, p):
+    """Whether ``r``, the reference op's answer for ``p``, shares no memory with ``p``'s
+    inputs (it may be one of them, or a view of one: ``astype`` without a copy). A fresh
+    result owns its buffer: it is not an input's own ndarray or an input view's base's."""
+    if r.base is None:
+        for i in p.inputs:
+            b = i.inputs[0] if i.kind == "view" else i
+            if b.value is r or i.value is r:
+                return False
+        return True
+    return not any(i.kind != "scalar" and np.may_share_memory(r, i.host_value())
+                   for i in p.inputs)
 
 
 def loop_args(p, args):

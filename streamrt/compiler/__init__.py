@@ -154,6 +154,26 @@ def _broadcasts(shape, space):
         a == 1 or a == b for a, b in zip(reversed(shape), reversed(space)))
 
 
+def reoffset(t, ports):
+    """A program sequence for ``ports`` from template ``t`` of a trace whose key differs only
+    in its views' offsets (core/keys.same_but_offsets): the template's programs, each
+    kernel's loads at the new ports' offsets and its index table built anew at first use.
+    Sizes and strides are the template's, so its fusion, stores and sources hold; None when
+    the template holds a program ``reshape`` would not re-derive either."""
+    if not t.generic:
+        return None
+    seq = instantiate(t, ports)
+    for prog in seq.programs:
+        k = prog.kernel
+        if k is None:
+            continue
+        for a in k.loads:
+            a.off = a.port.base_view()[1]
+        if prog.table is not None:
+            prog.table = LAZY_TABLE
+    return seq
+
+
 def reshape(t, ports, caps):
     """A program sequence for ``ports`` from template ``t`` of the same trace over other
     sizes and offsets (runtime/trace_cache.py's shape-generic entries), or None when the

@@ -193,6 +193,39 @@ def _generic_entry(e):
             tuple([_generic_desc(d) for d in ins]))
 
 
+def _desc_but_offset(d):
+    if type(d) is tuple and d[0] == "V":    # ("V", dtype, shape, (offset, strides), base)
+        return ("V", d[1], d[2], d[3][1], d[4])
+    return d
+
+
+def same_but_offsets(a: TraceKey, b: TraceKey) -> bool:
+    """Whether trace keys ``a`` and ``b`` differ at most in their views' offsets (a window
+    sliding over an array: ``x[k:k + m]``, ``path[:, k:k + 1]``), with no region write among
+    their ops (a region's offset decides whether it may be written in place). The template
+    of one then serves the other with only its kernels' offsets changed
+    (compiler.reoffset)."""
+    if a[0] != b[0] or a[2] != b[2] or a[3] != b[3] or len(a[1]) != len(b[1]):
+        return False
+    for ea, eb in zip(a[1], b[1]):
+        if ea == eb:
+            if ea[3] == "update" and ea[2] == "intrinsic":
+                return False
+            continue
+        if ea[:4] != eb[:4] or ea[5:8] != eb[5:8] or ea[3] == "update":
+            return False
+        if ea[2] == "view":
+            if ea[4][1] != eb[4][1]:
+                return False
+        elif ea[4] != eb[4]:
+            return False
+        ia, ib = ea[8], eb[8]
+        if len(ia) != len(ib) or any(x != y and _desc_but_offset(x) != _desc_but_offset(y)
+                                     for x, y in zip(ia, ib)):
+            return False
+    return True
+
+
 def generic_key(key: TraceKey) -> TraceKey:
     """The shape-generic form of a trace key (see above)."""
     k = TraceKey((key[0], tuple([_generic_entry(e) for e in key[1]]), key[2], key[3]))

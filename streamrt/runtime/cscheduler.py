@@ -83,9 +83,15 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
         if macro_key is None:
             # the same code over other sizes (a triangular loop's shrinking slices)
             gkey = keys.generic_key(key)
-            t = cache.lookup_generic(gkey)
-            if t is not None:
-                seq = compiler.reshape(t, kports, executor.caps)
+            e = cache.lookup_generic(gkey)
+            if e is not None:
+                seq = None
+                if keys.same_but_offsets(e[0], key):
+                    seq = compiler.reoffset(e[1], kports)
+                    if seq is not None:
+                        stats.add("trace_cache_offset_hits")
+                if seq is None:
+                    seq = compiler.reshape(e[1], kports, executor.caps)
                 if seq is not None:
                     cache.note(True)
                     stats.add("trace_cache_shape_hits")

@@ -103,9 +103,9 @@ class TraceCache:
                 self.follow[first] = key[1]
 
     def lookup_generic(self, gkey):
+        """(the key whose template serves ``gkey``, that template) or None."""
         with self.lock:
-            e = self.generic.get(gkey)
-            return None if e is None else e[1]
+            return self.generic.get(gkey)
 
     def insert_generic(self, key, gkey, template):
         """``template`` (inserted under ``key``) also serves ``gkey`` while ``key`` is kept."""
