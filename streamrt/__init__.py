@@ -20,6 +20,7 @@ from .core.errors import (ArgumentError, CancelledError, DTypeError, ExecutionEr
 from .core.ir import NEW
 from .core.stats import reset_stats, runtime_stats  # noqa: F401
 from .backends import device_cache
+from .backends.base import tune_host_heap as _tune_host_heap
 from .backends.devices import devices as _devices
 from .backends.numba_cpu import program_cache
 from .runtime import cscheduler, macro_cache, trace_cache
@@ -138,6 +139,7 @@ def __array_namespace__(*, api_version=None):
 hooks.set_array_namespace(lambda: __getattr__("array_api"))
 _numeric._attach_methods(globals())     # ps.add.outer, ps.add.reduce, ... (numeric.py)
 _profile_from_env()                 # STREAMRT_PROFILE
+_tune_host_heap()                   # STREAMRT_HOST_HEAP_BYTES (backends/base.py)
 if config.settings.reference:       # STREAMRT_REFERENCE
     debug._hooks.update()
 

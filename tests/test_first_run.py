@@ -64,3 +64,19 @@ def test_jit_off_compiles_at_the_first_run(tmp_path):
     first = res["runs"][0]
     assert first["numba"] and first["stats"]["kernels_compiled"] >= 1
     assert first["stats"]["kernels_interpreted"] == 0
+
+
+def test_the_heap_keeps_freed_buffers_from_the_import_on(tmp_path):
+    """glibc's mmap and trim thresholds are raised when streamrt is imported, before any
+    flush (NumPy-tier programs allocate through NumPy only: their 320 KB temporaries were
+    unmapped and faulted in again at every op under malloc's adaptive defaults), and left
+    alone with STREAMRT_HOST_HEAP_BYTES=0."""
+    import platform
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    code = ("import streamrt as ps; from streamrt.backends import base, registry; "
+            "print(base._heap_tuned, bool(registry._instances))")
+    for env, tuned in (({}, glibc), ({"STREAMRT_HOST_HEAP_BYTES": "0"}, False)):
+        p = subprocess.run([sys.executable, "-c", code], env=child_env(tmp_path, **env),
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == [str(tuned), "False"]      # (no executor made yet)

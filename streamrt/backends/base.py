@@ -4,6 +4,7 @@ programs in order and reports completion to the E-Scheduler, output allocation, 
 buffer pool, and the reference (NumPy) evaluation of one port."""
 from __future__ import annotations
 
+import ctypes
 import math
 import queue
 import sys
@@ -18,6 +19,42 @@ from ..core.ir import strided
 from ..core.ops import OPS, REDUCTIONS, loop_operands
 from ..compiler.sequence import elements
 from .intrinsics import INTRINSICS
+
+
+_heap_tuned = None
+
+
+def tune_host_heap():
+    """Keep freed host buffers in the heap (glibc ``mallopt``): a fresh result buffer of a few
+    hundred KB or more would otherwise be a new ``mmap`` whose pages fault in one by one when
+    it is first written (a 16 MB kernel output: about as long as the kernel; the 320 KB
+    arrays of a 200-body all-pairs step: half its time), and glibc's own adaptive thresholds
+    make that depend on what the process allocated before. With the mmap and trim
+    thresholds raised, a buffer freed earlier is handed out again with its pages mapped
+    (what a GPU runtime's memory pool does). Applied once, when streamrt is imported (the
+    NumPy tier's results are NumPy's own allocations); ``STREAMRT_HOST_HEAP_BYTES=0`` leaves
+    malloc alone. Returns whether the setting took."""
+    global _heap_tuned
+    if _heap_tuned is not None:
+        return _heap_tuned
+    _heap_tuned = False
+    n = settings.host_heap_bytes
+    if n <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt               # glibc; absent on musl
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+    n = min(n, (1 << 31) - 1)
+    _heap_tuned = bool(mallopt(M_MMAP_THRESHOLD, n)) and bool(mallopt(M_TRIM_THRESHOLD, n))
+    # One heap for every thread: the executor's worker allocates the outputs, and a thread's
+    # own arena is at most 64 MB, so a larger buffer would be a fresh mmap whatever the
+    # threshold (its pages faulted in again at every step)
+    if _heap_tuned:
+        mallopt(M_ARENA_MAX, 1)
+    return _heap_tuned
 
 
 def alloc_outputs(prog, ex):

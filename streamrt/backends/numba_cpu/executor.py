@@ -3,7 +3,6 @@ cache; intrinsics run with NumPy. A kernel that fails to compile is split, then 
 the reference evaluation op by op; both are counted."""
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 import threading
@@ -16,7 +15,7 @@ from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, interpret, kernel_scalar, ref_value, run_refop
+from ..base import Executor, interpret, kernel_scalar, ref_value, run_refop, tune_host_heap
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -43,39 +42,6 @@ def _after_fork():
 
 
 atfork.register(_after_fork)
-
-_heap_tuned = None
-
-
-def _tune_host_heap():
-    """Keep freed host buffers in the heap (glibc ``mallopt``): a fresh 16 MB result buffer per
-    step would otherwise be a new ``mmap`` whose pages fault in one by one when the kernel
-    first writes them, and that costs about as much as the kernel. With the mmap threshold
-    raised, a buffer freed by an earlier step is handed out again with its pages mapped (what
-    a GPU runtime's memory pool does). Once per process; ``STREAMRT_HOST_HEAP_BYTES=0`` leaves
-    malloc alone. Returns whether the setting took."""
-    global _heap_tuned
-    if _heap_tuned is not None:
-        return _heap_tuned
-    _heap_tuned = False
-    n = settings.host_heap_bytes
-    if n <= 0 or not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt               # glibc; absent on musl
-    except (OSError, AttributeError):
-        return False
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-    n = min(n, (1 << 31) - 1)
-    _heap_tuned = bool(mallopt(M_MMAP_THRESHOLD, n)) and bool(mallopt(M_TRIM_THRESHOLD, n))
-    # One heap for every thread: the executor's worker allocates the outputs, and a thread's
-    # own arena is at most 64 MB, so a larger buffer would be a fresh mmap whatever the
-    # threshold (its pages faulted in again at every step)
-    if _heap_tuned:
-        mallopt(M_ARENA_MAX, 1)
-    return _heap_tuned
-
 
 def chunks_for(K, R0):
     """How many chunks a reduction's outer reduced dim is cut into (parallelism when K is small)."""
@@ -169,7 +135,7 @@ class CPUExecutor(Executor):
 
     def __init__(self):
         super().__init__()
-        _tune_host_heap()
+        tune_host_heap()
         self._scratch = {}      # (partials spec, K * C, R0) -> scratch arguments (reused)
 
     def compile(self, prog):
