@@ -581,3 +581,35 @@ def test_one_loop_body_over_random_slices_matches_numpy(bounds):
     assert_same(A, e, rtol=1e-13)
     for got, w in zip(sums, want):
         assert_same(got, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("jit", ["sync", "off"])
+def test_sliding_windows_give_numpy_values_compiled_and_interpreted(stats, jit):
+    """Windows that slide -- reversed, 2-D, broadcast against each other, reduced -- give
+    NumPy's values at every offset, through the compiled kernels (their index tables rebuilt
+    for the new offsets) and interpreted; the offset path serves the later iterations."""
+    from streamrt.core.config import settings
+    old = settings.jit
+    ps.sync()
+    ps.config.set(jit=jit)
+    try:
+        rng = np.random.default_rng(23)
+        m, n = 64, 12
+        x0, y0 = rng.random(m + n), rng.random(m)
+        a0 = rng.random((m + n, m + n))
+        x, y, a = ps.asarray(x0), ps.asarray(y0), ps.asarray(a0)
+        for k in range(n):
+            r1 = np.asarray(x[k:k + m][::-1] * 2.0 + y)
+            assert_same(r1, x0[k:k + m][::-1] * 2.0 + y0, rtol=1e-15)
+            r2 = np.asarray((a[k:k + m, 1:m + 1] - a[:m, k:k + m]).sum(axis=0))
+            assert_same(r2, (a0[k:k + m, 1:m + 1] - a0[:m, k:k + m]).sum(axis=0), rtol=1e-12)
+            r3 = np.asarray(ps.minimum(a[:m, :m], a[:m, k:k + 1] + a[k:k + 1, :m]))
+            assert_same(r3, np.minimum(a0[:m, :m], a0[:m, k:k + 1] + a0[k:k + 1, :m]),
+                        rtol=1e-15)
+            r4 = float(ps.sqrt(x[k:k + m] ** 2 + y).max())
+            assert_same(np.float64(r4), np.sqrt(x0[k:k + m] ** 2 + y0).max(), rtol=1e-15)
+        st = stats()
+        assert st["trace_cache_offset_hits"] >= 4 * (n - 2)
+    finally:
+        ps.sync()
+        ps.config.set(jit=old)
