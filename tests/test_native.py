@@ -391,6 +391,33 @@ def test_queue_threshold_setting_is_seen_by_the_c_path(stats):
 
 
 @needs_native
+@pytest.mark.parametrize("preamble", [False, True])
+def test_past_the_threshold_the_c_path_flushes_where_python_would(stats, preamble):
+    """Past the queue threshold the C path records on its own until an op's call site is the
+    one the trace began with (a new loop iteration) or the queue holds twice the threshold;
+    the flushes fall where the Python path puts them: at each iteration start, or -- a trace
+    that began before its loop, whose first site never comes round -- at the hard limit."""
+    u0 = np.linspace(0.0, 1.0, 8)
+
+    def run():
+        u = ps.asarray(u0)
+        flushes = stats()["flushes"]
+        with ps.config.override(queue_threshold=4):
+            x = u * 2.0 if preamble else u
+            for _ in range(30):
+                x = x + 1.0
+                x = x * 0.5
+            n = stats()["flushes"] - flushes
+        return n, np.asarray(x)
+
+    n_c, x_c = run()
+    with native.disabled():
+        n_py, x_py = run()
+    assert n_c == n_py and n_c >= 5
+    np.testing.assert_array_equal(x_c, x_py)
+
+
+@needs_native
 def test_threads_record_their_own_queues():
     a = np.random.default_rng(1).random(1000)
     results, errors = {}, []

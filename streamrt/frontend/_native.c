@@ -730,6 +730,30 @@ static int capture(PyObject *port, PyObject *q) {
     return 0;
 }
 
+/* Past the queue's threshold, whether array._enqueue_plain should see ``port`` (1): it flushes
+ * where a loop iteration starts -- ``port``'s call site is the one the queued trace began
+ * with -- or at twice the threshold; otherwise (0) the op is recorded here, as that function
+ * would record it (a trace that began before its loop reaches twice the threshold one op at
+ * a time: ~3.5 us each through Python). -1 on error. */
+static int flush_due(PyObject *q, PyObject *port, long pend, long lim) {
+    if (pend >= 2 * lim || SLOT(q, Q_recording) != Py_None)
+        return 1;
+    PyObject *ents = SLOT(q, Q_entries);
+    if (!PyList_CheckExact(ents) || PyList_GET_SIZE(ents) == 0)
+        return 1;
+    PyObject *e0 = PyList_GET_ITEM(ents, 0);
+    if (!PyTuple_CheckExact(e0) || PyTuple_GET_SIZE(e0) < 2)
+        return 1;
+    if (!streq(PyTuple_GET_ITEM(e0, 0), s_compute))
+        return 0;                       /* (no first site: only the hard limit flushes) */
+    PyObject *fs = SLOT(PyTuple_GET_ITEM(e0, 1), P_site), *ps = SLOT(port, P_site);
+    if (fs == NULL || ps == NULL || fs == Py_None || ps == Py_None)
+        return 1;
+    if (SLOT(fs, S_code) != SLOT(ps, S_code))
+        return 0;
+    return PyObject_RichCompareBool(SLOT(fs, S_lasti), SLOT(ps, S_lasti), Py_EQ);
+}
+
 static PyObject *enqueue(PyObject *port) {
     PyObject *q = thread_queue();
     if (q == NULL)
@@ -751,8 +775,13 @@ static PyObject *enqueue(PyObject *port) {
     long pend = PyLong_AsLong(SLOT(q, Q_pending)), lim = PyLong_AsLong(SLOT(q, Q_limit));
     if ((pend == -1 || lim == -1) && PyErr_Occurred())
         goto fail;
-    if (pend >= lim)
-        goto python;
+    if (pend >= lim) {
+        int py = flush_due(q, port, pend, lim);
+        if (py < 0)
+            goto fail;
+        if (py)
+            goto python;
+    }
     if (capture(port, q) < 0)
         goto fail;
     set_slot(port, P_queue, q);
