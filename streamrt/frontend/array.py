@@ -515,7 +515,7 @@ def _view(p, off, shape, strides, site, src=None):
             return eager_array(hv, base)
         r = Array._wrap(v)
     else:
-        r = _enqueue(v)
+        r = _enqueue_plain(v)       # (a view of work not run yet: never the NumPy tier's)
     # a write through any alias of the base must be seen through all (frontend/indexing.py)
     _register(base, r)
     if type(src) is Array:
