@@ -145,14 +145,21 @@ def available(lib, mod):
     return True
 
 
+def worker_env(args):
+    """A worker's environment: Python's bytecode caches read and written under the run's
+    temporary directory (see the module docstring)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = args.pycache
+    return env
+
+
 def run_worker(module, size, lib, mode, outdir, cache_dir, args):
     """Run one worker process; returns its report plus ``wall_s`` (or an error/timeout)."""
     cmd = [sys.executable, HERE, "--worker", module, size, lib, mode, outdir,
            "--warm-seconds", str(args.warm_seconds)]
     if args.repeat:
         cmd += ["--repeat", str(args.repeat)]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = args.pycache
+    env = worker_env(args)
     if lib == "streamrt":
         env["STREAMRT_CACHE_DIR"] = cache_dir
     t0 = time.perf_counter()
@@ -386,8 +393,7 @@ def main():
 
     records = []
     args.pycache = tempfile.mkdtemp(prefix="progbench-pycache-")   # (see the docstring)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = args.pycache
+    env = worker_env(args)
     for lib in libs:        # (the caches written before the first measured process)
         mods = {"numpy": "numpy", "streamrt": "streamrt, numba", "numba": "numba",
                 "jax": "jax"}.get(lib, "numpy")

@@ -415,8 +415,9 @@ def interpret(ops, keep, regions, alias, alloc, dying=()):
     output buffer (NumPy's elision of temporaries: a fresh 8 MB result faults its pages in
     again each time). ``regions``, ``alias``: the region writes whose ``value`` buffer is
     ready, see ``region_values``; ``alloc(shape, dtype)``: a new buffer. ``dying``: the ids
-    of inputs computed before whose buffers nothing else reads (runtime/cscheduler.py
-    ``_dying``): temporaries too, dropped after their last use here."""
+    of inputs computed before whose buffers nothing else reads (core/ir.py ``dying_buffer``:
+    the C-Scheduler's ``_dying``, the CPU executor's ``_last_read``): temporaries too,
+    dropped after their last use here."""
     mine = {p.id for p in ops}
     if dying:
         mine.update(dying)

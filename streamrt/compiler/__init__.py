@@ -9,7 +9,7 @@ import sys
 
 from ..core.config import settings
 from ..core.ir import is_scratch
-from ..core.keys import stride_classes, trace_entry
+from ..core.keys import group_key, stride_classes
 from . import passes, plan
 from .fusion import space_of
 from .kernel import build_kernel, has_complex
@@ -70,20 +70,14 @@ def generate(entries, caps, reusable=frozenset()):
 
 def _repeated_program(memo, ops, stored, space, axes, caps, inplace):
     """``kernel_program`` for a group, or, when an earlier group of this flush had the same
-    structure -- a loop body recorded many times over before its first flush -- that group's
-    program instantiated over this one's ports. The structure is what the trace cache keys
-    on (core/keys.trace_entry, numbered within the group: ops, dtypes, shapes, views' offsets
-    and strides, call sites) and what the passes decided for the group (what it stores,
-    which region writes reuse their base, its space and reduced axes): the kernel and its
-    source are functions of these, so the source is rendered once. (fdtd-2d, 200 steps of 4
-    kernels: the first flush rendered 801 kernels, ~0.1 ms each.)"""
-    num, kports = {}, []
-    try:
-        entries = tuple([trace_entry(p, num, kports) for p in ops])
-    except AttributeError:               # an op without a call site (none is keyed)
+    structure (core/keys.group_key) -- a loop body recorded many times over before its first
+    flush -- that group's program instantiated over this one's ports: the kernel and its
+    source are functions of the key, so the source is rendered once. (fdtd-2d, 200 steps of
+    4 kernels: the first flush rendered 801 kernels, ~0.1 ms each.)"""
+    gk = group_key(ops, stored, inplace, space, axes)
+    if gk is None:
         return kernel_program(ops, stored, space, axes, caps, inplace)
-    key = (entries, tuple([p.id in stored for p in ops]), tuple([p.id in inplace for p in ops]),
-           tuple(space), tuple(axes or ()))
+    key, kports = gk
     t = memo.get(key)
     if t is not None:
         return instantiate(t, kports).programs[0]

@@ -156,6 +156,22 @@ def trace_key(backend, kparts, released, macro_key, kports=(), reusable=frozense
     return k
 
 
+# ---- kernel-group keys (one flush: compiler.generate's memo of kernel programs) -----------
+
+def group_key(ops, stored, inplace, space, axes):
+    """(key, numbered ports) of one fusion group -- its ops' trace-key entries numbered within
+    the group, and what the passes decided for it (which ops it stores, which region writes
+    reuse their base, its space and reduced axes) -- or None for an op without a call site.
+    Two groups of a flush with one key compile to the same kernel (compiler.generate)."""
+    num, kports = {}, []
+    try:
+        entries = tuple([trace_entry(p, num, kports) for p in ops])
+    except AttributeError:               # an op without a call site (none is keyed)
+        return None
+    return (entries, tuple([p.id in stored for p in ops]), tuple([p.id in inplace for p in ops]),
+            tuple(space), tuple(axes or ())), kports
+
+
 # ---- shape-generic trace keys -----------------------------------------------------------------
 # A loop whose slice bounds change every iteration (a triangular loop: LU, syrk, Cholesky) makes
 # a new trace key every iteration. Its generic key keeps everything of the trace but the sizes:

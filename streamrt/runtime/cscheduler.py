@@ -239,7 +239,7 @@ def _statement_now(entries, through):
     return wrote and n <= WRITE_NOW_ELEMENTS
 
 
-def _run_statement(entries, through, private=None, q=None):
+def _run_statement(entries, through, private=None):
     """Run ``_statement_now``'s entries through NumPy in order, as NumPy runs the statement
     (backends/base.py ``interpret``, the CPU interpreter's loop): the region write goes into
     ``through``'s buffer, its value straight into the region when no Array holds it
@@ -254,24 +254,16 @@ def _run_statement(entries, through, private=None, q=None):
             writes.add(p.id)
     keep = {p.id for p in ops if p.nrefs > 0 and p is not private}
     interpret(ops, keep, writes, writes, lambda shape, dt: np.empty(shape, dt),
-              _dying(ops, q))
+              _dying(ops))
     for e in entries:
         e[1].state = DONE
     tiers.note_eager(len(ops))
 
 
-def _dying(ops, q):
-    """The ids of the constants ``ops`` read whose buffer nothing else can read
-    (core/ir.py ``dying_buffer``; and no other queue's recorded work reads it)."""
-    out = None
-    for p in ops:
-        for i in p.inputs:
-            if i.kind == "const" and (i.captured is None or i.captured is q) and \
-                    dying_buffer(i):
-                if out is None:
-                    out = set()
-                out.add(i.id)
-    return out or ()
+def _dying(ops):
+    """The ids of the constants ``ops`` read whose buffer nothing else can read (core/ir.py
+    ``dying_buffer``)."""
+    return {i.id for p in ops for i in p.inputs if dying_buffer(i)}
 
 
 def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None,
@@ -279,7 +271,7 @@ def _flush(q, entries, kparts, kports, reason, macro_key, sent, through=None,
     """flush's work once the entries are taken (``sent`` gets the sequence when it is
     handed to the E-Scheduler or run)."""
     if through is not None and _statement_now(entries, through):
-        _run_statement(entries, through, private, q)
+        _run_statement(entries, through, private)
         return None
     executor, placed = placement.choose(entries, kparts, q.taken_max)
     cluster = hooks.distributed

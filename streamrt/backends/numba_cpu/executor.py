@@ -15,7 +15,7 @@ from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, interpret, kernel_scalar, ref_value, run_refop, tune_host_heap
+from ..base import Executor, interpret, kernel_scalar, ref_value, run_refop
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -135,7 +135,6 @@ class CPUExecutor(Executor):
 
     def __init__(self):
         super().__init__()
-        tune_host_heap()
         self._scratch = {}      # (partials spec, K * C, R0) -> scratch arguments (reused)
 
     def compile(self, prog):
@@ -151,14 +150,13 @@ class CPUExecutor(Executor):
                                                     lambda: self.describe(prog))):
                 # the kernel is not compiled (yet): its ops run through NumPy, and the cost
                 # model may send it to the compile worker (backends/numba_cpu/jit.py)
-                if m == "off":          # (never compiled: nothing to account)
-                    self._interpret(prog)
-                    stats.add("kernels_interpreted")
-                    return
                 t0 = time.perf_counter()
                 self._interpret(prog)
-                jit.interpreted(prog, serial, time.perf_counter() - t0,
-                                lambda: self.describe(prog))
+                if m == "off":          # (never compiled: nothing to account)
+                    stats.add("kernels_interpreted")
+                else:
+                    jit.interpreted(prog, serial, time.perf_counter() - t0,
+                                    lambda: self.describe(prog))
                 return
             try:
                 d = self.compile(prog)

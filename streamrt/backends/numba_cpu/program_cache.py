@@ -182,6 +182,11 @@ def _marker(source, what):
     return _path(_key_of(source))[:-3] + f".{what}"
 
 
+def _variant_file(source, serial, what=""):
+    """``variant_marker`` of ``source``'s kernel module."""
+    return variant_marker(_path(_key_of(source)), serial, what)
+
+
 def variant_marker(module_path: str, serial: bool, what: str = "") -> str:
     """The file beside a kernel's module saying that variant is in Numba's disk cache (with
     ``what`` "gain-": what it would have saved, ``note_gain``)."""
@@ -214,12 +219,12 @@ def worker_lock(cache_dir):
 def compiled_on_disk(source: str, serial: bool) -> bool:
     """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
     earlier process): its first call then loads it."""
-    return os.path.exists(variant_marker(_path(_key_of(source)), serial))
+    return os.path.exists(_variant_file(source, serial))
 
 
 def mark_compiled(source: str, serial: bool):
     try:
-        _write_atomic(variant_marker(_path(_key_of(source)), serial), "")
+        _write_atomic(_variant_file(source, serial), "")
     except OSError:
         pass
 
@@ -227,7 +232,7 @@ def mark_compiled(source: str, serial: bool):
 def note_gain(source: str, serial: bool, gain: float):
     """Record what a variant of ``source`` would have saved over its interpreted runs in this
     process (jit.py: the next process loads Numba for it at once only if that paid)."""
-    path = variant_marker(_path(_key_of(source)), serial, "gain-")
+    path = _variant_file(source, serial, "gain-")
     try:
         _write_atomic(path, repr(max(float(gain), noted_gain(source, serial))))
     except OSError:
@@ -236,7 +241,7 @@ def note_gain(source: str, serial: bool, gain: float):
 
 def noted_gain(source: str, serial: bool) -> float:
     try:
-        with open(variant_marker(_path(_key_of(source)), serial, "gain-")) as f:
+        with open(_variant_file(source, serial, "gain-")) as f:
             return float(f.read())
     except (OSError, ValueError):
         return 0.0
