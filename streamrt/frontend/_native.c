@@ -19,8 +19,11 @@
 #include <frameobject.h>
 #include <structmember.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL streamrt_native_ARRAY_API      /* (shared with _loops.c) */
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
+
+#include "_loops.h"
 
 #if PY_VERSION_HEX < 0x030B0000
 static int PyFrame_GetLasti(PyFrameObject *f) {
@@ -1173,7 +1176,12 @@ static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *con
         n_eager++;
         return Py_NewRef(vals[d]);
     }
-    PyObject *r = PyObject_Vectorcall(f, hv, n, NULL);
+    PyObject *r = direct_ufunc(f, hv, n);
+    if (r != NULL)
+        return eager_result(r);
+    if (PyErr_Occurred())
+        return NULL;
+    r = PyObject_Vectorcall(f, hv, n, NULL);
     if (r == NULL) {
         numpy_error();
         return NULL;
@@ -1588,6 +1596,26 @@ static PyTypeObject MapFuncType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+/* A MapFunc that is an Array method (__neg__, __abs__, ...): bound to its instance, as a
+ * function is (a MapFunc as a module function, like NumPy's ufuncs, is not). */
+static PyTypeObject MapMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "streamrt.frontend._native.MapMethod",
+    .tp_basicsize = sizeof(MapFunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A one-operand Array operator recorded in C (the Python method is __wrapped__).",
+    .tp_base = &MapFuncType,
+    .tp_new = mapfunc_new,
+    .tp_traverse = (traverseproc)recorder_traverse,
+    .tp_clear = (inquiry)recorder_clear,
+    .tp_dealloc = (destructor)recorder_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(MapFunc, vectorcall),
+    .tp_descr_get = method_get,
+    .tp_dictoffset = offsetof(MapFunc, dict),
+};
+
 /* ---- indexing and in-place operators on the NumPy tier ------------------------------------ */
 /* Array.__getitem__, __setitem__ and the in-place operators (__iadd__, ...) of a computed
  * array: NumPy's own indexing and in-place ufuncs on its buffer. Anything else -- a lazy
@@ -1974,7 +2002,9 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
             goto done;
     if (fd.n == 0)
         goto done;
-    r = PyObject_Vectorcall(ref, hv, n, kwnames);
+    r = kwnames == NULL ? direct_ufunc(ref, hv, n) : NULL;
+    if (r == NULL && !PyErr_Occurred())
+        r = PyObject_Vectorcall(ref, hv, n, kwnames);
     if (r == NULL)
         numpy_error();
     else if ((r = eager_out(r, &fd)) != NULL)
@@ -2405,7 +2435,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 7
+#define NATIVE_ABI 8
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -2433,6 +2463,13 @@ static PyObject *eager_count(PyObject *mod, PyObject *reset) {
     long long n = n_eager;
     if (PyObject_IsTrue(reset))
         n_eager = 0;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *direct_count(PyObject *mod, PyObject *reset) {
+    long long n = n_direct;
+    if (PyObject_IsTrue(reset))
+        n_direct = 0;
     return PyLong_FromLongLong(n);
 }
 
@@ -2656,6 +2693,8 @@ static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unu
 }
 
 static PyMethodDef methods[] = {
+    {"direct_count", direct_count, METH_O, "direct_count(reset): NumPy-tier ufunc calls whose "
+     "loop the C path called itself (_loops.c)."},
     {"eager_count", eager_count, METH_O, "eager_count(reset): ops the C path ran on the NumPy "
      "tier."},
     {"configure", configure, METH_O, "Give the C record path the classes, memo dicts and "
@@ -2685,6 +2724,8 @@ static struct PyModuleDef moddef = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     import_array();
+    if (direct_init() < 0)
+        return NULL;
     f64_number.nb_add = f64_add;
     f64_number.nb_subtract = f64_sub;
     f64_number.nb_multiply = f64_mul;
@@ -2696,6 +2737,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&F64Type) < 0)
         return NULL;
     if (PyType_Ready(&BinOpType) < 0 || PyType_Ready(&MapFuncType) < 0 ||
+        PyType_Ready(&MapMethodType) < 0 ||
         PyType_Ready(&FastType) < 0 ||
         PyType_Ready(&ArrayDelType) < 0 || PyType_Ready(&QueueLockType) < 0)
         return NULL;
@@ -2705,6 +2747,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
         PyModule_AddObjectRef(m, "BinOp", (PyObject *)&BinOpType) < 0 ||
         PyModule_AddObjectRef(m, "MapFunc", (PyObject *)&MapFuncType) < 0 ||
+        PyModule_AddObjectRef(m, "MapMethod", (PyObject *)&MapMethodType) < 0 ||
         PyModule_AddObjectRef(m, "Fast", (PyObject *)&FastType) < 0 ||
         PyModule_AddObjectRef(m, "float64", (PyObject *)&F64Type) < 0 ||
         PyModule_AddObjectRef(m, "ArrayDel", (PyObject *)&ArrayDelType) < 0 ||

@@ -55,7 +55,7 @@ def _eager(port):
         v = _tiers.concrete(i)
         if v is None:
             return None
-    q = getattr(_tls, "q", None)
+    q = _tls.q
     if q is not None and q.recording is not None:
         return None
     # NumPy's floating-point warnings, at the user's line, as the error state asks now
@@ -83,16 +83,15 @@ def _enqueue(port):
         return r
     if _PIECEWISE_DATA and port.kind == "map":
         # an input is a rolled array (frontend/pieces.py)
-        r = _pieces.lower(port, getattr(_tls, "temps", ()))
+        r = _pieces.lower(port, _tls.temps)
         if r is not None:
             return r
     return _enqueue_plain(port)
 
 
 def _enqueue_plain(port):
-    try:
-        q = _tls.q
-    except AttributeError:
+    q = _tls.q
+    if q is None:
         q = current_queue()
     for inp in port.inputs:
         iq = inp.queue

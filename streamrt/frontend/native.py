@@ -19,7 +19,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 7     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 8     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -89,6 +89,9 @@ def install(enqueue_plain):
         op = getattr(f, "_inplace_op", None)
         if op is not None:
             setattr(Array, name, functools.update_wrapper(_native.Fast(2, op, f), f))
+    for name in ("__neg__", "__pos__", "__abs__", "__invert__"):   # (the unary operators)
+        f = vars(Array)[name]
+        setattr(Array, name, functools.update_wrapper(_native.MapMethod(f.__name__, f), f))
     Array.__del__ = _native.ArrayDel()
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     _native.install_slots()           # (the operators' number slots, set to C directly: last)
@@ -107,6 +110,12 @@ def count(reset=False) -> int:
 def eager_count(reset=False) -> int:
     """Ops the C path ran on the NumPy tier since the last reset."""
     return _native.eager_count(reset) if _native is not None and _installed else 0
+
+
+def direct_count(reset=False) -> int:
+    """NumPy-tier ufunc calls since the last reset whose NumPy loop the C path called itself
+    (_loops.c), skipping NumPy's dispatch."""
+    return _native.direct_count(reset) if _native is not None and _installed else 0
 
 
 def _elidable():
@@ -160,11 +169,13 @@ def _stats(snapshot):
     snapshot["native_record"] = int(available())     # (1: the C record path records; a state)
     snapshot["ops_recorded_native"] = count()
     snapshot["ops_eager"] = tiers.counts() + eager_count()      # (the NumPy tier: Python + C)
+    snapshot["ops_eager_direct"] = direct_count()               # (of those: NumPy's loop called)
 
 
 def _reset():
     count(reset=True)
     eager_count(reset=True)
+    direct_count(reset=True)
     tiers.reset_counts()
 
 

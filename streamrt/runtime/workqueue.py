@@ -132,7 +132,14 @@ class WorkQueue:
         return len(self.entries)
 
 
-_local = threading.local()
+class _Local(threading.local):
+    """This thread's work queue and the record path's note of temporaries (array.py): class
+    defaults, so that a thread without them reads None and () without an exception raised."""
+    q = None
+    temps = ()
+
+
+_local = _Local()
 
 
 def current_queue() -> WorkQueue:

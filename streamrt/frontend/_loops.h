@@ -1,0 +1,12 @@
+/* _loops.c: NumPy's inner loops called directly by the NumPy tier (see there). */
+#ifndef STREAMRT_LOOPS_H
+#define STREAMRT_LOOPS_H
+#include <Python.h>
+
+/* ufunc ``f`` of host values ``hv`` (n of them) computed by its own loop, a new ndarray; NULL
+ * without an error when the call is not one _loops.c takes (NumPy's call then runs). */
+PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n);
+int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
+extern long long n_direct;      /* calls whose loop ran there */
+
+#endif

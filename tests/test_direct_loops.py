@@ -1,0 +1,147 @@
+"""The NumPy tier calls NumPy's inner loops itself (frontend/_loops.c): the values, dtypes,
+warnings and errors are NumPy's, bit for bit, for every ufunc, dtype and operand layout; the
+calls it does not take are left to NumPy's own call."""
+import warnings
+
+import numpy as np
+import pytest
+
+import streamrt as ps
+from streamrt.frontend import native
+
+pytestmark = pytest.mark.skipif(not native.available(),
+                                reason="the C extension is not built here, or is off")
+
+UFUNCS = sorted(n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)
+                and getattr(np, n).nout == 1 and getattr(np, n).nin <= 2
+                and getattr(np, n).signature is None)
+EAGER = 1 << 16
+
+
+@pytest.fixture(autouse=True)
+def numpy_tier():
+    with ps.config.override(eager_elements=EAGER):
+        yield
+
+
+def _values(dtype, n, rng, positive=False):
+    if dtype == "int64":
+        return rng.integers(1 if positive else -40, 40, n)
+    return (rng.standard_normal(n) * 3).astype(dtype)
+
+
+def _layouts(x, shape2):
+    """(name, view of x) pairs: the layouts the loops see (x: 1-D, of 4 * prod(shape2))."""
+    m = int(np.prod(shape2))
+    two = x[:4 * m].reshape(2 * shape2[0], 2 * shape2[1])
+    return [("contiguous", x[:m]), ("strided", x[::3][:m]), ("reversed", x[::-1][:m]),
+            ("2-D", x[:m].reshape(shape2)), ("rows", two[:shape2[0], :shape2[1]]),
+            ("columns", two[::2, ::2]), ("transposed", two[:shape2[1], :shape2[0]].T)]
+
+
+def _same(got, want):
+    got = np.asarray(got)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
+    rng = np.random.default_rng(3)
+    x0 = _values(dtype, 4 * 24 * 3, rng)
+    y0 = _values(dtype, 4 * 24 * 3, rng, positive=True)
+    X0, Y0 = ps.asarray(x0), ps.asarray(y0)
+    checked = 0
+    ps.reset_stats()
+    for (name, x), (_, y), (_, X), (_, Y) in zip(_layouts(x0, (4, 6)), _layouts(y0, (4, 6)),
+                                                 _layouts(X0, (4, 6)), _layouts(Y0, (4, 6))):
+        for uname in UFUNCS:
+            uf = getattr(np, uname)
+            for other, Other in ([(None, None)] if uf.nin == 1 else
+                                 [(y, Y), (2.5, 2.5), (3, 3), (np.float64(1.5), np.float64(1.5)),
+                                  (np.float32(0.5), np.float32(0.5))]):
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)    # (gcd: "not lazily")
+                    try:
+                        want = uf(x) if uf.nin == 1 else uf(x, other)
+                    except TypeError:           # no loop for this dtype: not the NumPy tier
+                        continue
+                    got = uf(X) if uf.nin == 1 else uf(X, Other)
+                _same(got, want)
+                checked += 1
+    assert checked > 1000
+    # the common calls took the loops directly (the rest went to NumPy's call)
+    assert ps.runtime_stats()["ops_eager_direct"] > checked // 4
+
+
+def test_the_operators_and_functions_take_the_direct_loop(stats):
+    a = ps.asarray(np.arange(1.0, 1001.0))
+    b = ps.asarray(np.linspace(0.5, 2.0, 1000))
+    native.direct_count(reset=True)
+    r = [a + b, a * 2.0, 2.0 * a, a - 1, -a, ps.sqrt(a), ps.exp(b), ps.maximum(a, 3.0),
+         a < b, a[::2] / b[1::2], a.reshape(20, 50)[1:, 1:] * b.reshape(20, 50)[:-1, :-1]]
+    assert native.direct_count() == len(r)
+    an, bn = np.arange(1.0, 1001.0), np.linspace(0.5, 2.0, 1000)
+    for got, want in zip(r, [an + bn, an * 2.0, 2.0 * an, an - 1, -an, np.sqrt(an), np.exp(bn),
+                             np.maximum(an, 3.0), an < bn, an[::2] / bn[1::2],
+                             an.reshape(20, 50)[1:, 1:] * bn.reshape(20, 50)[:-1, :-1]]):
+        _same(got, want)
+
+
+def test_calls_it_does_not_take_are_numpys():
+    """Broadcasting, mixed dtypes, a promoting scalar, a transcendental over columns, an
+    integer past int64: NumPy's call, NumPy's values and errors."""
+    rng = np.random.default_rng(4)
+    a, c = rng.random((30, 20)), rng.random(20)
+    i32, i64 = np.arange(20, dtype=np.int32), np.arange(20, dtype=np.int64)
+    A, C, I32, I64 = ps.asarray(a), ps.asarray(c), ps.asarray(i32), ps.asarray(i64)
+    native.direct_count(reset=True)
+    _same(A + C, a + c)
+    _same(I32 + I64, i32 + i64)
+    _same(I64 * 1.5, i64 * 1.5)
+    _same(ps.exp(A[:, ::2]), np.exp(a[:, ::2]))
+    _same(ps.exp(A.T), np.exp(a.T))
+    assert native.direct_count() == 0
+    with pytest.raises(OverflowError):
+        I64 + 2 ** 70
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_floating_point_errors_follow_errstate(dtype):
+    """A loop that raises a floating-point exception is redone by NumPy's call, which warns or
+    raises as np.errstate says (the direct path reports nothing itself)."""
+    a = np.array([1.0, 0.0, -1.0, 2.0], dtype=dtype)
+    z = np.zeros(4, dtype=dtype)
+    A, Z = ps.asarray(a), ps.asarray(z)
+    with np.errstate(all="ignore"):
+        want = a / z
+    native.direct_count(reset=True)
+    with np.errstate(divide="raise", invalid="raise"), pytest.raises(FloatingPointError):
+        A / Z
+    with np.errstate(divide="warn", invalid="warn"):
+        with pytest.warns(RuntimeWarning, match="divide by zero"):
+            got = A / Z
+    _same(got, want)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(A / Z, want)
+        _same(ps.log(A), np.log(a))
+    assert native.direct_count() == 0           # (every one went to NumPy's call)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(A * 2.0, a * 2.0)                 # a clean loop after them: taken, no warning
+    assert native.direct_count() == 1
+
+
+def test_integer_errors_are_numpys():
+    a = np.array([7, -7, 3, 0])
+    z = np.array([0, 2, 0, 1])
+    A, Z = ps.asarray(a), ps.asarray(z)
+    with np.errstate(divide="ignore"):
+        _same(A // Z, a // z)
+        _same(A % Z, a % z)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        A // Z
+    with pytest.raises(ValueError):
+        A ** np.array([1, -1, 2, 3])            # (NumPy: integers to negative powers)
