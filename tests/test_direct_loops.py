@@ -70,6 +70,27 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
                     got = uf(X) if uf.nin == 1 else uf(X, Other)
                 _same(got, want)
                 checked += 1
+    # broadcast pairs: a row, a column, a row against a column, a 1-D operand
+    two = x0[:24].reshape(4, 6)
+    pairs = [(two, y0[:6]), (two, y0[:4].reshape(4, 1)), (x0[:6].reshape(1, 6), y0[:4, None]),
+             (x0[:4, None], y0[::2][:6]), (two[:, ::2], y0[:3]), (two[::-1], y0[6:12][::-1])]
+    for x, y in pairs:
+        X, Y = ps.asarray(x), ps.asarray(y)
+        for uname in UFUNCS:
+            uf = getattr(np, uname)
+            if uf.nin != 2:
+                continue
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for u, v, U, V in ((x, y, X, Y), (y, x, Y, X)):
+                    try:
+                        want = uf(u, v)
+                    except (TypeError, ValueError) as e:    # (no loop; a negative power)
+                        with pytest.raises(type(e)):
+                            uf(U, V)
+                        continue
+                    _same(uf(U, V), want)
+                    checked += 1
     assert checked > 1000
     # the common calls took the loops directly (the rest went to NumPy's call)
     assert ps.runtime_stats()["ops_eager_direct"] > checked // 4
@@ -90,10 +111,10 @@ def test_the_operators_and_functions_take_the_direct_loop(stats):
 
 
 def test_calls_it_does_not_take_are_numpys():
-    """Broadcasting, mixed dtypes, a promoting scalar, a transcendental over columns, an
-    integer past int64: NumPy's call, NumPy's values and errors."""
+    """Broadcasting past 2-D, mixed dtypes, a promoting scalar, a transcendental over columns,
+    an integer past int64: NumPy's call, NumPy's values and errors."""
     rng = np.random.default_rng(4)
-    a, c = rng.random((30, 20)), rng.random(20)
+    a, c = rng.random((30, 20)), rng.random((3, 1, 20))
     i32, i64 = np.arange(20, dtype=np.int32), np.arange(20, dtype=np.int64)
     A, C, I32, I64 = ps.asarray(a), ps.asarray(c), ps.asarray(i32), ps.asarray(i64)
     native.direct_count(reset=True)
@@ -145,3 +166,90 @@ def test_integer_errors_are_numpys():
         A // Z
     with pytest.raises(ValueError):
         A ** np.array([1, -1, 2, 3])            # (NumPy: integers to negative powers)
+
+
+def test_in_place_operators_write_what_numpy_writes():
+    rng = np.random.default_rng(5)
+    a, b = rng.random(50), rng.random(50)
+    m = rng.random((8, 9))
+    A, B, M = ps.asarray(a), ps.asarray(b), ps.asarray(m)
+    native.direct_count(reset=True)
+    A += B
+    a += b
+    A *= 2.0
+    a *= 2.0
+    M[2, :5] += A[:5]                   # a view of a row, written through
+    m[2, :5] += a[:5]
+    M[:, 3] -= 1                        # a column
+    m[:, 3] -= 1
+    M[1:, 1:] /= M[:-1, :-1] + 1.0      # a 2-D view by an overlapping one: NumPy's call
+    m[1:, 1:] /= m[:-1, :-1] + 1.0
+    A[1:] += A[:-1]                     # overlapping: NumPy copies the operand first
+    a[1:] += a[:-1]
+    _same(A, a)
+    _same(M, m)
+    assert native.direct_count() >= 4
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_in_place_floating_point_errors_follow_errstate(dtype):
+    def fresh():
+        v = np.array([1.0, 0.0, -1.0, 2.0], dtype=dtype)
+        return v, ps.asarray(v)
+    z = np.array([0.0, 0.0, 1.0, 1.0], dtype=dtype)
+    a, A = fresh()
+    with np.errstate(all="ignore"):
+        a /= z
+    b, B = fresh()
+    native.direct_count(reset=True)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        B /= z
+    _same(B, a)
+    b, B = fresh()
+    with np.errstate(divide="warn", invalid="warn"):
+        with pytest.warns(RuntimeWarning, match="encountered in divide"):
+            B /= z
+    _same(B, a)                         # written, then warned, as NumPy does
+    b, B = fresh()
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide"):
+        B /= z
+    assert native.direct_count() == 3
+
+
+def test_in_place_integer_errors_are_numpys():
+    a = np.array([7, -7, 3, 0])
+    A = ps.asarray(a)
+    with np.errstate(divide="warn"), pytest.warns(RuntimeWarning, match="divide by zero"):
+        A //= np.array([0, 2, 0, 1])
+    with np.errstate(divide="ignore"):
+        a //= np.array([0, 2, 0, 1])
+    _same(A, a)
+    with pytest.raises(ValueError):
+        A **= np.array([1, -1, 2, 3])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_vector_dot_is_numpys_matmul(dtype):
+    """``u @ v`` of two vectors: the dtype's dot function NumPy's matmul calls, on every
+    stride (BLAS's where it applies, NumPy's own loop for the rest)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(3000).astype(dtype)
+    y = rng.standard_normal(3000).astype(dtype)
+    X, Y = ps.asarray(x), ps.asarray(y)
+    native.direct_count(reset=True)
+    cases = 0
+    for n in (0, 1, 7, 100, 999):
+        for sx, sy in ((slice(None), slice(None)), (slice(None, None, 3), slice(None, None, -1)),
+                       (slice(None, None, -2), slice(5, None))):
+            u, v, U, V = x[sx][:n], y[sy][:n], X[sx][:n], Y[sy][:n]
+            got = U @ V
+            want = u @ v
+            assert type(want) is np.dtype(dtype).type
+            assert np.asarray(got).dtype == want.dtype
+            assert np.array_equal(np.asarray(got), want)
+            cases += 1
+    assert native.direct_count() == cases
+    _same(X[:6].reshape(2, 3) @ Y[:3], x[:6].reshape(2, 3) @ y[:3])    # (not a vector pair)
+    with pytest.raises(ValueError):
+        X[:3] @ Y[:4]

@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define NPY_TARGET_VERSION NPY_2_0_API_VERSION     /* (PyUFunc_GiveFloatingpointErrors) */
 #define PY_ARRAY_UNIQUE_SYMBOL streamrt_native_ARRAY_API
 #define NO_IMPORT_ARRAY
 #include <numpy/arrayobject.h>
@@ -32,6 +33,7 @@
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
+#include <limits.h>
 #include <string.h>
 
 #include "_loops.h"
@@ -110,14 +112,102 @@ static int path_independent(PyUFuncObject *uf) {
     return yes;
 }
 
-PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n) {
+/* The byte range [*lo, *hi) an array's elements span. */
+static void extent(PyArrayObject *a, char **lo, char **hi) {
+    char *l = PyArray_BYTES(a), *h = l;
+    for (int ax = 0; ax < PyArray_NDIM(a); ax++) {
+        npy_intp d = PyArray_DIM(a, ax), st = PyArray_STRIDE(a, ax);
+        if (d == 0) {
+            *lo = *hi = l;
+            return;
+        }
+        if (st < 0)
+            l += (d - 1) * st;
+        else
+            h += (d - 1) * st;
+    }
+    *lo = l;
+    *hi = h + PyArray_ITEMSIZE(a);
+}
+
+/* Whether ``a`` and ``out`` may share memory other than as the same elements in the same
+ * order (an operand that is the output itself is read before it is written, element by
+ * element, as NumPy's in-place operators do). */
+static int overlaps(PyArrayObject *a, PyArrayObject *out) {
+    if (PyArray_BYTES(a) == PyArray_BYTES(out) && PyArray_NDIM(a) == PyArray_NDIM(out) &&
+            PyArray_SAMESHAPE(a, out) &&
+            memcmp(PyArray_STRIDES(a), PyArray_STRIDES(out),
+                   PyArray_NDIM(a) * sizeof(npy_intp)) == 0)
+        return 0;
+    char *al, *ah, *ol, *oh;
+    extent(a, &al, &ah);
+    extent(out, &ol, &oh);
+    return al < oh && ol < ah;
+}
+
+/* The loop's operands: pointers, inner steps and (2-D: a call per row) outer steps. */
+typedef struct { char *ptr[3]; npy_intp steps[3], outer[3]; } Operands;
+
+/* Operand k (array ``a``) of an ``nd``-D result of ``dims``, a call per row or not: 0 when
+ * its layout is not one the loop is called on here (see the top). */
+static int array_operand(Operands *o, int k, PyArrayObject *a, int nd, const npy_intp *dims,
+                         int rows) {
+    int an = PyArray_NDIM(a);
+    o->ptr[k] = PyArray_BYTES(a);
+    o->outer[k] = 0;
+    if (!rows) {                        /* one call: C-contiguous, or 1-D on its stride */
+        if (an == nd && nd == 1)
+            o->steps[k] = PyArray_STRIDE(a, 0);
+        else if (PyArray_IS_C_CONTIGUOUS(a) && PyArray_SIZE(a) == PyArray_MultiplyList(dims, nd))
+            o->steps[k] = PyArray_ITEMSIZE(a);
+        else
+            return 0;
+        return 1;
+    }
+    /* a row of the 2-D result: the operand's axes aligned from the last, a length-1 or
+     * missing axis broadcast (step 0) */
+    npy_intp d1 = an >= 1 ? PyArray_DIM(a, an - 1) : 1, d0 = an == 2 ? PyArray_DIM(a, 0) : 1;
+    o->steps[k] = d1 == 1 && dims[1] != 1 ? 0 : PyArray_STRIDE(a, an - 1);
+    o->outer[k] = an < 2 || (d0 == 1 && dims[0] != 1) ? 0 : PyArray_STRIDE(a, 0);
+    return an >= 1 && an <= 2;
+}
+
+/* ``a @ b`` of two 1-D float arrays: the dtype's dot function, which NumPy's matmul calls for
+ * a vector times a vector (BLAS's dot where the strides allow it, else its own loop). A NumPy
+ * scalar, as NumPy's matmul returns. */
+static PyObject *direct_dot(PyObject *const *hv) {
+    if (!PyArray_CheckExact(hv[0]) || !PyArray_CheckExact(hv[1]))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)hv[0], *b = (PyArrayObject *)hv[1];
+    PyArray_Descr *d = PyArray_DESCR(a);
+    if (PyArray_NDIM(a) != 1 || PyArray_NDIM(b) != 1 || PyArray_DIM(a, 0) != PyArray_DIM(b, 0) ||
+            (d->type_num != NPY_DOUBLE && d->type_num != NPY_FLOAT) ||
+            PyArray_DESCR(b)->type_num != d->type_num || !PyArray_ISNBO(d->byteorder) ||
+            !PyArray_ISNBO(PyArray_DESCR(b)->byteorder) || !PyArray_ISALIGNED(a) ||
+            !PyArray_ISALIGNED(b) || PyArray_DIM(a, 0) > INT_MAX)
+        return NULL;
+    PyArray_DotFunc *dot = PyDataType_GetArrFuncs(d)->dotfunc;
+    if (dot == NULL)
+        return NULL;
+    Element r;
+    dot(PyArray_BYTES(a), PyArray_STRIDE(a, 0), PyArray_BYTES(b), PyArray_STRIDE(b, 0), &r,
+        PyArray_DIM(a, 0), NULL);
+    n_direct++;
+    return PyArray_Scalar(&r, d, NULL);
+}
+
+PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject *into) {
     if (Py_TYPE(f) != &PyUFunc_Type || n < 1 || n > 2)
         return NULL;
     PyUFuncObject *uf = (PyUFuncObject *)f;
+    if (uf->core_enabled && n == 2 && into == NULL && uf->name != NULL &&
+            strcmp(uf->name, "matmul") == 0)
+        return direct_dot(hv);
     if (uf->nin != n || uf->nout != 1 || uf->core_enabled || uf->functions == NULL)
         return NULL;
-    PyArrayObject *arr[2] = {NULL, NULL}, *a0 = NULL;
-    int tn = -1;
+    PyArrayObject *arr[2] = {NULL, NULL}, *out = (PyArrayObject *)into;
+    int tn = -1, nd = 0, same = 1;
+    npy_intp dims[NPY_MAXDIMS];
     for (Py_ssize_t k = 0; k < n; k++) {
         if (!PyArray_CheckExact(hv[k]))
             continue;
@@ -125,49 +215,69 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n) {
         PyArray_Descr *d = PyArray_DESCR(a);
         if (!PyArray_ISNBO(d->byteorder) || !PyArray_ISALIGNED(a))
             return NULL;
-        if (a0 == NULL) {
-            a0 = a;
+        if (tn < 0) {
             tn = d->type_num;
             if (tn != NPY_DOUBLE && tn != NPY_FLOAT && tn != NPY_LONG)
                 return NULL;
-        } else if (d->type_num != tn || !PyArray_SAMESHAPE(a, a0)) {
+            nd = PyArray_NDIM(a);
+            memcpy(dims, PyArray_DIMS(a), nd * sizeof(npy_intp));
+        } else if (d->type_num != tn) {
             return NULL;
+        } else if (PyArray_NDIM(a) != nd || !PyArray_SAMESHAPE(a, arr[0])) {
+            /* broadcasting: two operands of at most 2-D (NumPy's rule, from the last axis) */
+            int an = PyArray_NDIM(a), rn = an > nd ? an : nd;
+            if (rn > 2)
+                return NULL;
+            npy_intp r[2];
+            for (int ax = 1; ax <= rn; ax++) {
+                npy_intp x = ax <= nd ? dims[nd - ax] : 1;
+                npy_intp y = ax <= an ? PyArray_DIM(a, an - ax) : 1;
+                if (x != y && x != 1 && y != 1)
+                    return NULL;        /* (NumPy raises; its call reports it) */
+                r[rn - ax] = x == 1 ? y : x;
+            }
+            nd = rn;
+            memcpy(dims, r, rn * sizeof(npy_intp));
+            same = 0;
         }
         arr[k] = a;
     }
-    if (a0 == NULL)
+    if (tn < 0)
         return NULL;
-    int nd = PyArray_NDIM(a0);
-    if (nd > 2)
-        for (Py_ssize_t k = 0; k < n; k++)
-            if (arr[k] != NULL && !PyArray_IS_C_CONTIGUOUS(arr[k]))
-                return NULL;
-    /* rows: a call per row of a 2-D operand that is not C-contiguous */
+    if (out != NULL && (!PyArray_CheckExact(out) || PyArray_NDIM(out) != nd ||
+                        !PyArray_CompareLists(PyArray_DIMS(out), dims, nd) ||
+                        !PyArray_ISWRITEABLE(out) || !PyArray_ISALIGNED(out) ||
+                        !PyArray_ISNBO(PyArray_DESCR(out)->byteorder)))
+        return NULL;
+    /* one call over all elements, or a call per row of a 2-D result */
     int rows = 0;
-    if (nd == 2)
-        for (Py_ssize_t k = 0; k < n; k++)
-            if (arr[k] != NULL && !PyArray_IS_C_CONTIGUOUS(arr[k]))
-                rows = 1;
-    if (rows && !path_independent(uf))
-        for (Py_ssize_t k = 0; k < n; k++)
-            if (arr[k] != NULL && PyArray_STRIDE(arr[k], 1) != PyArray_ITEMSIZE(arr[k]))
-                return NULL;
+    for (Py_ssize_t k = 0; k <= n; k++) {
+        PyArrayObject *a = k < n ? arr[k] : out;
+        if (a != NULL && nd > 1 && (!PyArray_IS_C_CONTIGUOUS(a) || !same))
+            rows = 1;
+    }
+    if (rows && nd != 2)
+        return NULL;
+    int exact = path_independent(uf);
+    Operands o;
     Element sv[2];
-    char *ptr[3];
-    npy_intp steps[3], outer[3] = {0, 0, 0};
     for (Py_ssize_t k = 0; k < n; k++) {
         if (arr[k] != NULL) {
-            ptr[k] = PyArray_BYTES(arr[k]);
-            steps[k] = nd == 1 || rows ? PyArray_STRIDE(arr[k], nd - 1) : PyArray_ITEMSIZE(arr[k]);
-            if (rows)
-                outer[k] = PyArray_STRIDE(arr[k], 0);
+            if (!array_operand(&o, (int)k, arr[k], nd, dims, rows))
+                return NULL;
+            if (!exact && rows && o.steps[k] != PyArray_ITEMSIZE(arr[k]))
+                return NULL;            /* (NumPy's iterator may hand it other strides) */
+            if (out != NULL && arr[k] != out && overlaps(arr[k], out))
+                return NULL;            /* (NumPy copies the operand first) */
         } else {
             if (!scalar_operand(hv[k], tn, &sv[k]))
                 return NULL;
-            ptr[k] = (char *)&sv[k];
-            steps[k] = 0;
+            o.ptr[k] = (char *)&sv[k];
+            o.steps[k] = o.outer[k] = 0;
         }
     }
+    if (out != NULL && tn == NPY_LONG && strcmp(uf->name, "power") == 0)
+        return NULL;        /* (its loop raises for a negative exponent midway: NumPy's call) */
     int nargs = uf->nargs, i = 0;
     for (; i < uf->ntypes; i++) {
         const char *ty = uf->types + i * nargs;
@@ -176,33 +286,59 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n) {
     }
     if (i == uf->ntypes || uf->functions[i] == NULL)
         return NULL;
-    PyArray_Descr *od = PyArray_DescrFromType(uf->types[i * nargs + n]);
-    if (od == NULL)
+    int otn = uf->types[i * nargs + n];
+    if (out == NULL) {
+        PyArray_Descr *od = PyArray_DescrFromType(otn);
+        if (od == NULL)
+            return NULL;
+        out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, od, nd, dims, NULL, NULL, 0,
+                                                    NULL);
+        if (out == NULL)
+            return NULL;
+    } else if (PyArray_TYPE(out) != otn) {
         return NULL;
-    PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
-        &PyArray_Type, od, nd, PyArray_DIMS(a0), NULL, NULL, 0, NULL);
-    if (out == NULL)
+    } else {
+        Py_INCREF(out);
+    }
+    if (!array_operand(&o, (int)n, out, nd, dims, rows) ||
+            (!exact && rows && o.steps[n] != PyArray_ITEMSIZE(out))) {
+        Py_DECREF(out);
         return NULL;
+    }
     PyUFuncGenericFunction loop = uf->functions[i];
     void *data = uf->data == NULL ? NULL : uf->data[i];
-    npy_intp size = PyArray_SIZE(a0);
-    npy_intp count = rows ? PyArray_DIM(a0, 1) : size;
-    npy_intp nrows = rows ? PyArray_DIM(a0, 0) : 1;
-    ptr[n] = PyArray_BYTES(out);
-    steps[n] = PyArray_ITEMSIZE(out);
-    outer[n] = count * steps[n];
+    npy_intp size = PyArray_MultiplyList(dims, nd);
+    npy_intp count = rows ? dims[1] : size, nrows = rows ? dims[0] : 1;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     feclearexcept(DIRECT_FPE);
     for (npy_intp r = 0; r < nrows; r++) {
-        loop(ptr, &count, steps, data);
+        loop(o.ptr, &count, o.steps, data);
         for (Py_ssize_t k = 0; k <= n; k++)
-            ptr[k] += outer[k];
+            o.ptr[k] += o.outer[k];
     }
     int fpe = fetestexcept(DIRECT_FPE);
     if (fpe)
         feclearexcept(DIRECT_FPE);
     if (ts != NULL)
         PyEval_RestoreThread(ts);
+    if (into != NULL) {
+        /* written in place, as NumPy's call would have; its report of the exceptions */
+        n_direct++;
+        if (!PyErr_Occurred() && fpe &&
+            PyUFunc_GiveFloatingpointErrors(uf->name,
+                                            (fpe & FE_DIVBYZERO ? UFUNC_FPE_DIVIDEBYZERO : 0) |
+                                            (fpe & FE_OVERFLOW ? UFUNC_FPE_OVERFLOW : 0) |
+                                            (fpe & FE_UNDERFLOW ? UFUNC_FPE_UNDERFLOW : 0) |
+                                            (fpe & FE_INVALID ? UFUNC_FPE_INVALID : 0)) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        return (PyObject *)out;
+    }
     if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
         PyErr_Clear();
         Py_DECREF(out);

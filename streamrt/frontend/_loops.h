@@ -3,9 +3,12 @@
 #define STREAMRT_LOOPS_H
 #include <Python.h>
 
-/* ufunc ``f`` of host values ``hv`` (n of them) computed by its own loop, a new ndarray; NULL
- * without an error when the call is not one _loops.c takes (NumPy's call then runs). */
-PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n);
+/* ufunc ``f`` of host values ``hv`` (n of them) computed by its own loop: into a new ndarray,
+ * or into ndarray ``into`` (an in-place operator: one of hv is ``into``), which comes back
+ * (new refs). NULL without an error when the call is not one _loops.c takes: NumPy's call
+ * then runs (``into`` untouched); NULL with an error: what NumPy's in-place call raises
+ * (np.errstate), ``into`` written as NumPy's call writes it. */
+PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject *into);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
 

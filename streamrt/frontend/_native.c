@@ -1176,7 +1176,7 @@ static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *con
         n_eager++;
         return Py_NewRef(vals[d]);
     }
-    PyObject *r = direct_ufunc(f, hv, n);
+    PyObject *r = direct_ufunc(f, hv, n, NULL);
     if (r != NULL)
         return eager_result(r);
     if (PyErr_Occurred())
@@ -1835,7 +1835,9 @@ static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
     if (own == NULL && PyErr_Occurred())
         return NULL;
     PyObject *args[3] = {pv, own != NULL ? own : ov, pv};
-    PyObject *r = PyObject_Vectorcall(uf, args, 3, NULL);
+    PyObject *r = direct_ufunc(uf, args, 2, pv);
+    if (r == NULL && !PyErr_Occurred())
+        r = PyObject_Vectorcall(uf, args, 3, NULL);
     Py_XDECREF(own);
     if (r == NULL) {
         numpy_error();
@@ -2002,7 +2004,7 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
             goto done;
     if (fd.n == 0)
         goto done;
-    r = kwnames == NULL ? direct_ufunc(ref, hv, n) : NULL;
+    r = kwnames == NULL ? direct_ufunc(ref, hv, n, NULL) : NULL;
     if (r == NULL && !PyErr_Occurred())
         r = PyObject_Vectorcall(ref, hv, n, kwnames);
     if (r == NULL)
