@@ -230,26 +230,34 @@ def test_in_place_integer_errors_are_numpys():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_vector_dot_is_numpys_matmul(dtype):
-    """``u @ v`` of two vectors: the dtype's dot function NumPy's matmul calls, on every
-    stride (BLAS's where it applies, NumPy's own loop for the rest)."""
+def test_matmul_is_numpys(dtype):
+    """``a @ b`` of vectors and matrices: matmul's own loop called as NumPy calls it (BLAS or
+    its own loops chosen from the same dimensions and steps), on every layout."""
     rng = np.random.default_rng(6)
-    x = rng.standard_normal(3000).astype(dtype)
-    y = rng.standard_normal(3000).astype(dtype)
-    X, Y = ps.asarray(x), ps.asarray(y)
+    x = rng.standard_normal(20000).astype(dtype)
+    X = ps.asarray(x)
+
+    def views(v, n, m=None):
+        """(layout, view) of v: a vector of n, or an n x m matrix, in several layouts"""
+        if m is None:
+            return [v[:n], v[::3][:n], v[::-2][:n], v[7:7 + n]]
+        return [v[:n * m].reshape(n, m), v[:n * m].reshape(m, n).T,
+                v[:4 * n * m].reshape(2 * n, 2 * m)[::2, 1::2], v[:n * m].reshape(n, m)[::-1]]
     native.direct_count(reset=True)
     cases = 0
-    for n in (0, 1, 7, 100, 999):
-        for sx, sy in ((slice(None), slice(None)), (slice(None, None, 3), slice(None, None, -1)),
-                       (slice(None, None, -2), slice(5, None))):
-            u, v, U, V = x[sx][:n], y[sy][:n], X[sx][:n], Y[sy][:n]
-            got = U @ V
-            want = u @ v
-            assert type(want) is np.dtype(dtype).type
-            assert np.asarray(got).dtype == want.dtype
-            assert np.array_equal(np.asarray(got), want)
-            cases += 1
+    for n, m, p in ((0, 3, 2), (1, 1, 1), (7, 5, 3), (40, 33, 20), (1, 60, 1)):
+        shapes = [((n,), (n,)), ((m, n), (n,)), ((n,), (n, p)), ((m, n), (n, p))]
+        for sa, sb in shapes:
+            for k, (u, U) in enumerate(zip(views(x, *sa), views(X, *sa))):
+                for v, V in zip(views(x[10000:], *sb), views(X[10000:], *sb)):
+                    want = u @ v
+                    got = U @ V
+                    if np.ndim(want) == 0:
+                        assert type(want) is np.dtype(dtype).type
+                    assert np.asarray(got).dtype == want.dtype
+                    assert np.asarray(got).shape == np.shape(want)
+                    assert np.array_equal(np.asarray(got), want), (sa, sb, k)
+                    cases += 1
     assert native.direct_count() == cases
-    _same(X[:6].reshape(2, 3) @ Y[:3], x[:6].reshape(2, 3) @ y[:3])    # (not a vector pair)
     with pytest.raises(ValueError):
-        X[:3] @ Y[:4]
+        X[:3] @ X[:4]

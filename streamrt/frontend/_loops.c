@@ -172,28 +172,78 @@ static int array_operand(Operands *o, int k, PyArrayObject *a, int nd, const npy
     return an >= 1 && an <= 2;
 }
 
-/* ``a @ b`` of two 1-D float arrays: the dtype's dot function, which NumPy's matmul calls for
- * a vector times a vector (BLAS's dot where the strides allow it, else its own loop). A NumPy
- * scalar, as NumPy's matmul returns. */
-static PyObject *direct_dot(PyObject *const *hv) {
+/* ``a @ b`` of 1-D or 2-D float arrays of one dtype: matmul's own loop, called as NumPy calls
+ * it for operands without stacked dimensions -- one outer iteration, the core dimensions
+ * (m, n, p) with a missing one (a vector's) of size 1 and step 0 -- into a new C-ordered
+ * result. The loop picks BLAS or its own loops from those dimensions and steps, as under
+ * NumPy's call. */
+static PyObject *direct_matmul(PyUFuncObject *uf, PyObject *const *hv) {
     if (!PyArray_CheckExact(hv[0]) || !PyArray_CheckExact(hv[1]))
         return NULL;
     PyArrayObject *a = (PyArrayObject *)hv[0], *b = (PyArrayObject *)hv[1];
     PyArray_Descr *d = PyArray_DESCR(a);
-    if (PyArray_NDIM(a) != 1 || PyArray_NDIM(b) != 1 || PyArray_DIM(a, 0) != PyArray_DIM(b, 0) ||
-            (d->type_num != NPY_DOUBLE && d->type_num != NPY_FLOAT) ||
-            PyArray_DESCR(b)->type_num != d->type_num || !PyArray_ISNBO(d->byteorder) ||
+    int an = PyArray_NDIM(a), bn = PyArray_NDIM(b), tn = d->type_num;
+    if (an < 1 || an > 2 || bn < 1 || bn > 2 || (tn != NPY_DOUBLE && tn != NPY_FLOAT) ||
+            PyArray_DESCR(b)->type_num != tn || !PyArray_ISNBO(d->byteorder) ||
             !PyArray_ISNBO(PyArray_DESCR(b)->byteorder) || !PyArray_ISALIGNED(a) ||
-            !PyArray_ISALIGNED(b) || PyArray_DIM(a, 0) > INT_MAX)
+            !PyArray_ISALIGNED(b))
         return NULL;
-    PyArray_DotFunc *dot = PyDataType_GetArrFuncs(d)->dotfunc;
-    if (dot == NULL)
+    npy_intp m = an == 2 ? PyArray_DIM(a, 0) : 1, n = PyArray_DIM(a, an - 1);
+    npy_intp p = bn == 2 ? PyArray_DIM(b, 1) : 1;
+    if (PyArray_DIM(b, 0) != n)
+        return NULL;                    /* (NumPy's call raises) */
+    int i = 0;
+    for (; i < uf->ntypes; i++)
+        if (uf->types[i * 3] == tn && uf->types[i * 3 + 1] == tn)
+            break;
+    if (i == uf->ntypes || uf->functions[i] == NULL || uf->types[i * 3 + 2] != tn)
         return NULL;
-    Element r;
-    dot(PyArray_BYTES(a), PyArray_STRIDE(a, 0), PyArray_BYTES(b), PyArray_STRIDE(b, 0), &r,
-        PyArray_DIM(a, 0), NULL);
+    if (an == 1 && bn == 1) {
+        /* a vector times a vector: the dtype's dot function, which matmul's loop calls for
+         * it (BLAS's dot where the strides allow it, else its own loop), without a 0-d
+         * result array */
+        PyArray_DotFunc *dot = PyDataType_GetArrFuncs(d)->dotfunc;
+        if (dot == NULL || n > INT_MAX)
+            return NULL;
+        Element r;
+        dot(PyArray_BYTES(a), PyArray_STRIDE(a, 0), PyArray_BYTES(b), PyArray_STRIDE(b, 0), &r,
+            n, NULL);
+        n_direct++;
+        return PyArray_Scalar(&r, d, NULL);
+    }
+    npy_intp dims[2];
+    int nd = 0;
+    if (an == 2)
+        dims[nd++] = m;
+    if (bn == 2)
+        dims[nd++] = p;
+    Py_INCREF(d);
+    PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, NULL,
+                                                               NULL, 0, NULL);
+    if (out == NULL)
+        return NULL;
+    npy_intp sz = PyArray_ITEMSIZE(out);
+    npy_intp core[4] = {1, m, n, p};
+    npy_intp steps[9] = {0, 0, 0,
+                         an == 2 ? PyArray_STRIDE(a, 0) : 0, PyArray_STRIDE(a, an - 1),
+                         PyArray_STRIDE(b, 0), bn == 2 ? PyArray_STRIDE(b, 1) : 0,
+                         an == 2 ? (bn == 2 ? p * sz : sz) : 0, bn == 2 ? sz : 0};
+    char *args[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(out)};
+    PyThreadState *ts = m * n * p >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
+    feclearexcept(DIRECT_FPE);
+    uf->functions[i](args, core, steps, uf->data == NULL ? NULL : uf->data[i]);
+    int fpe = fetestexcept(DIRECT_FPE);
+    if (fpe)
+        feclearexcept(DIRECT_FPE);
+    if (ts != NULL)
+        PyEval_RestoreThread(ts);
+    if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
+        PyErr_Clear();
+        Py_DECREF(out);
+        return NULL;
+    }
     n_direct++;
-    return PyArray_Scalar(&r, d, NULL);
+    return (PyObject *)out;
 }
 
 PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject *into) {
@@ -202,7 +252,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     PyUFuncObject *uf = (PyUFuncObject *)f;
     if (uf->core_enabled && n == 2 && into == NULL && uf->name != NULL &&
             strcmp(uf->name, "matmul") == 0)
-        return direct_dot(hv);
+        return direct_matmul(uf, hv);
     if (uf->nin != n || uf->nout != 1 || uf->core_enabled || uf->functions == NULL)
         return NULL;
     PyArrayObject *arr[2] = {NULL, NULL}, *out = (PyArrayObject *)into;
