@@ -25,8 +25,8 @@ def numpy_tier():
 
 
 def _values(dtype, n, rng, positive=False):
-    if dtype == "int64":
-        return rng.integers(1 if positive else -40, 40, n)
+    if dtype in ("int64", "int32"):
+        return rng.integers(1 if positive else -40, 40, n).astype(dtype)
     return (rng.standard_normal(n) * 3).astype(dtype)
 
 
@@ -46,7 +46,7 @@ def _same(got, want):
     assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
 def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
     rng = np.random.default_rng(3)
     x0 = _values(dtype, 4 * 24 * 3, rng)
@@ -60,12 +60,15 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
             uf = getattr(np, uname)
             for other, Other in ([(None, None)] if uf.nin == 1 else
                                  [(y, Y), (2.5, 2.5), (3, 3), (np.float64(1.5), np.float64(1.5)),
-                                  (np.float32(0.5), np.float32(0.5))]):
+                                  (np.float32(0.5), np.float32(0.5)), (np.int32(5), np.int32(5)),
+                                  (np.int64(-4), np.int64(-4)), (2 ** 40, 2 ** 40)]):
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)    # (gcd: "not lazily")
                     try:
                         want = uf(x) if uf.nin == 1 else uf(x, other)
-                    except TypeError:           # no loop for this dtype: not the NumPy tier
+                    except (TypeError, OverflowError, ValueError) as e:   # (no loop; 2**40
+                        with pytest.raises(type(e)):                      # in int32) NumPy's
+                            uf(X) if uf.nin == 1 else uf(X, Other)       # error
                         continue
                     got = uf(X) if uf.nin == 1 else uf(X, Other)
                 _same(got, want)
@@ -261,3 +264,68 @@ def test_matmul_is_numpys(dtype):
     assert native.direct_count() == cases
     with pytest.raises(ValueError):
         X[:3] @ X[:4]
+
+
+REDUCTIONS = [("sum", "add"), ("prod", "multiply"), ("max", "maximum"), ("min", "minimum")]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
+def test_whole_array_reductions_are_numpys(dtype):
+    """``ps.sum(x)``, ``x.max()``, ...: the ufunc's loop in reduce mode, started as NumPy's
+    reduction starts it (the identity for sum and prod, the first element for max and min):
+    NumPy's bits (float sums are pairwise inside the loop), dtype and scalar type, on every
+    length up to NumPy's buffer and on strided, reversed and 2-D inputs."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(20000) * 1e3).astype(dtype)
+    X = ps.asarray(x)
+    native.direct_count(reset=True)
+    cases = taken = 0
+    for n in (1, 2, 3, 7, 8, 9, 16, 17, 127, 128, 129, 1000, 4097, 8192, 8193):
+        for sl in (slice(None), slice(None, None, 3), slice(None, None, -1)):
+            u, U = x[sl][:n], X[sl][:n]
+            for fname, _ in REDUCTIONS:
+                with np.errstate(all="ignore"):
+                    want, got = getattr(np, fname)(u), getattr(ps, fname)(U)
+                    assert type(want) is type(np.asarray(got)[()]) or \
+                        np.asarray(got).dtype == np.asarray(want).dtype
+                    _same(np.asarray(got), np.asarray(want))
+                    _same(np.asarray(getattr(U, fname)()), np.asarray(getattr(u, fname)()))
+                cases += 2
+    two = x[:120].reshape(10, 12)
+    for fname, _ in REDUCTIONS:
+        with np.errstate(all="ignore"):
+            _same(np.asarray(getattr(ps, fname)(ps.asarray(two))), np.asarray(getattr(np, fname)(two)))
+            _same(np.asarray(getattr(ps, fname)(ps.asarray(two)[:, ::2])),
+                  np.asarray(getattr(np, fname)(two[:, ::2])))
+    assert cases > 300
+    # taken directly: each function and method on a short vector and a C-ordered matrix (int32
+    # sums and products are int64 in NumPy: its call); not past NumPy's buffer, not strided 2-D
+    small = 1.0 + X[:100] * 1e-6 if dtype[0] == "f" else X[:100]     # (no under/overflow)
+    for fname, _ in REDUCTIONS:
+        native.direct_count(reset=True)
+        getattr(ps, fname)(small), getattr(small, fname)(), getattr(ps, fname)(small.reshape(10, 10))
+        wide = dtype == "int32" and fname in ("sum", "prod")
+        assert native.direct_count() == (0 if wide else 3)
+        getattr(ps, fname)(X[:8193]), getattr(ps, fname)(X[:120].reshape(10, 12)[:, ::2])
+        assert native.direct_count() == (0 if wide else 3)
+
+
+def test_reduction_edge_values_and_errors():
+    z = np.array([-0.0, -0.0])
+    Z = ps.asarray(z)
+    for fname, _ in REDUCTIONS:
+        want, got = getattr(np, fname)(z), getattr(ps, fname)(Z)
+        assert np.signbit(want) == np.signbit(np.asarray(got))
+    nan = np.array([1.0, np.nan, 3.0, -np.inf])
+    for fname, _ in REDUCTIONS:
+        with np.errstate(all="ignore"):
+            _same(np.asarray(getattr(ps, fname)(ps.asarray(nan))),
+                  np.asarray(getattr(np, fname)(nan)))
+    big = ps.asarray(np.array([1e308, 1e308]))
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        ps.sum(big)
+    with np.errstate(over="warn"), pytest.warns(RuntimeWarning, match="overflow"):
+        assert np.isinf(np.asarray(ps.sum(big)))
+    with pytest.raises(ValueError):
+        ps.max(ps.asarray(np.zeros(0)))
+    assert np.asarray(ps.sum(ps.asarray(np.zeros(0)))) == 0.0

@@ -6,7 +6,7 @@
  * calls the loop itself, on a new C-ordered result:
  *
  *   - a ufunc with one output and one or two inputs (no generalized ufunc);
- *   - its array operands exact ndarrays of one dtype (float64, float32 or int64), native and
+ *   - its array operands exact ndarrays of one dtype (float64, float32, int64, int32), native and
  *     aligned, of one shape (no broadcasting), the others Python or NumPy scalars that NumPy
  *     would convert to that dtype (NEP 50: a Python float or int takes the array's dtype);
  *   - laid out so that NumPy's iterator hands the loop the same strides: every array
@@ -43,7 +43,7 @@ long long n_direct;                     /* ufunc calls whose loop ran here */
 #define DIRECT_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
 #define GIL_FREE_SIZE 16384             /* release the GIL for loops this long (NumPy: 500) */
 
-typedef union { double d; float f; npy_int64 i; } Element;
+typedef union { double d; float f; npy_int64 i; npy_int32 i32; } Element;
 
 /* ``v``, a scalar operand of a loop over type ``tn``, in ``*e`` as NumPy converts it for that
  * loop; 0 when NumPy would promote to another dtype or the conversion is not exact. */
@@ -63,6 +63,14 @@ static int scalar_operand(PyObject *v, int tn, Element *e) {
         e->f = PyArrayScalar_VAL(v, Float);
         return 1;
     }
+    if (tn == NPY_LONG && PyArray_IsScalar(v, Long)) {
+        e->i = PyArrayScalar_VAL(v, Long);
+        return 1;
+    }
+    if (tn == NPY_INT && PyArray_IsScalar(v, Int)) {
+        e->i32 = PyArrayScalar_VAL(v, Int);
+        return 1;
+    }
     if (t == &PyLong_Type) {
         int over = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &over);
@@ -73,6 +81,8 @@ static int scalar_operand(PyObject *v, int tn, Element *e) {
         const long long exact = tn == NPY_FLOAT ? (1LL << 24) : (1LL << 53);
         if (tn == NPY_LONG)
             e->i = x;
+        else if (tn == NPY_INT && x >= INT32_MIN && x <= INT32_MAX)
+            e->i32 = (npy_int32)x;      /* (past int32: NumPy raises; its call reports it) */
         else if (tn != NPY_DOUBLE && tn != NPY_FLOAT)
             return 0;
         else if (x > exact || x < -exact)
@@ -267,7 +277,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
             return NULL;
         if (tn < 0) {
             tn = d->type_num;
-            if (tn != NPY_DOUBLE && tn != NPY_FLOAT && tn != NPY_LONG)
+            if (tn != NPY_DOUBLE && tn != NPY_FLOAT && tn != NPY_LONG && tn != NPY_INT)
                 return NULL;
             nd = PyArray_NDIM(a);
             memcpy(dims, PyArray_DIMS(a), nd * sizeof(npy_intp));
@@ -326,7 +336,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
             o.steps[k] = o.outer[k] = 0;
         }
     }
-    if (out != NULL && tn == NPY_LONG && strcmp(uf->name, "power") == 0)
+    if (out != NULL && (tn == NPY_LONG || tn == NPY_INT) && strcmp(uf->name, "power") == 0)
         return NULL;        /* (its loop raises for a negative exponent midway: NumPy's call) */
     int nargs = uf->nargs, i = 0;
     for (; i < uf->ntypes; i++) {
@@ -398,7 +408,120 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     return (PyObject *)out;
 }
 
+/* ---- whole-array reductions: np.sum(x), x.max(), ... without arguments ------------------- */
+#define NREDUCE 12
+static PyObject *reduce_fn[NREDUCE];    /* NumPy's functions and ndarray's methods ... */
+static PyUFuncObject *reduce_uf[NREDUCE];   /* ... and the ufunc whose reduce each is */
+#define REDUCE_MAX 8192                 /* NumPy's buffer size: longer inputs, NumPy's call */
+
+/* ``fn(x)`` -- a reduction of every element of ``x``, one of reduce_fn -- by the ufunc's loop
+ * in reduce mode (the accumulator as its first input and its output, step 0), as NumPy's
+ * reduction calls it on an input it needs no buffer for: a start value (the ufunc's identity
+ * for add and multiply, else the first element), then the loop over the rest in one call
+ * (float addition sums pairwise in it). NumPy's scalar; NULL without an error otherwise. */
+PyObject *direct_reduce(PyObject *fn, PyObject *x) {
+    int k = 0;
+    while (k < NREDUCE && reduce_fn[k] != fn)
+        k++;
+    if (k == NREDUCE || !PyArray_CheckExact(x))
+        return NULL;
+    PyUFuncObject *uf = reduce_uf[k];
+    PyArrayObject *a = (PyArrayObject *)x;
+    PyArray_Descr *d = PyArray_DESCR(a);
+    int tn = d->type_num, one = strcmp(uf->name, "multiply") == 0;
+    int additive = one || strcmp(uf->name, "add") == 0;
+    npy_intp n = PyArray_SIZE(a), step;
+    if (!PyArray_ISNBO(d->byteorder) || !PyArray_ISALIGNED(a) || n == 0 || n > REDUCE_MAX ||
+            (tn != NPY_DOUBLE && tn != NPY_FLOAT && tn != NPY_LONG &&
+             (tn != NPY_INT || additive)))  /* (int32 sums and products: int64 in NumPy) */
+        return NULL;
+    if (PyArray_NDIM(a) == 1)
+        step = PyArray_STRIDE(a, 0);
+    else if (PyArray_IS_C_CONTIGUOUS(a))
+        step = PyArray_ITEMSIZE(a);
+    else
+        return NULL;
+    int i = 0;
+    for (; i < uf->ntypes; i++) {
+        const char *ty = uf->types + i * 3;
+        if (ty[0] == tn && ty[1] == tn && ty[2] == tn)
+            break;
+    }
+    if (i == uf->ntypes || uf->functions[i] == NULL)
+        return NULL;
+    Element acc;
+    char *in = PyArray_BYTES(a);
+    npy_intp count = n;
+    if (additive) {
+        if (tn == NPY_DOUBLE)
+            acc.d = one;
+        else if (tn == NPY_FLOAT)
+            acc.f = (float)one;
+        else
+            acc.i = one;
+    } else {
+        memcpy(&acc, in, PyArray_ITEMSIZE(a));
+        in += step;
+        count--;
+    }
+    char *args[3] = {(char *)&acc, in, (char *)&acc};
+    npy_intp steps[3] = {0, step, 0};
+    feclearexcept(DIRECT_FPE);
+    if (count > 0)
+        uf->functions[i](args, &count, steps, uf->data == NULL ? NULL : uf->data[i]);
+    int fpe = fetestexcept(DIRECT_FPE);
+    if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
+        feclearexcept(DIRECT_FPE);
+        PyErr_Clear();
+        return NULL;
+    }
+    n_direct++;
+    return PyArray_Scalar(&acc, d, NULL);
+}
+
 int direct_init(void) {
     import_umath1(-1);
-    return 0;
+    static const char *const names[][2] = {
+        {"sum", "add"}, {"prod", "multiply"}, {"max", "maximum"}, {"min", "minimum"},
+        {"amax", "maximum"}, {"amin", "minimum"}};
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np == NULL)
+        return -1;
+    PyObject *nd = PyObject_GetAttrString(np, "ndarray");
+    int k = 0, rc = -1;
+    for (size_t j = 0; nd != NULL && j < sizeof(names) / sizeof(names[0]); j++) {
+        PyObject *f = PyObject_GetAttrString(np, names[j][0]);
+        PyObject *u = PyObject_GetAttrString(np, names[j][1]);
+        if (f == NULL || u == NULL || Py_TYPE(u) != &PyUFunc_Type) {
+            Py_XDECREF(f);
+            Py_XDECREF(u);
+            goto done;
+        }
+        PyObject *impl = PyObject_GetAttrString(f, "_implementation");    /* (the function
+                                          * behind NumPy's dispatch, what streamrt's twin calls) */
+        if (impl == NULL) {
+            PyErr_Clear();
+            impl = Py_NewRef(f);
+        }
+        Py_DECREF(f);
+        PyObject *m = j < 4 ? PyObject_GetAttrString(nd, names[j][0]) : NULL;
+        if (PyErr_Occurred()) {
+            Py_DECREF(impl);
+            Py_DECREF(u);
+            goto done;
+        }
+        reduce_fn[k] = impl;            /* (kept: NumPy lives as long as the process) */
+        reduce_uf[k++] = (PyUFuncObject *)Py_NewRef(u);
+        if (m != NULL) {
+            reduce_fn[k] = m;
+            reduce_uf[k++] = (PyUFuncObject *)u;
+        } else {
+            Py_DECREF(u);
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(nd);
+    Py_DECREF(np);
+    return rc;
 }

@@ -9,6 +9,9 @@
  * then runs (``into`` untouched); NULL with an error: what NumPy's in-place call raises
  * (np.errstate), ``into`` written as NumPy's call writes it. */
 PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject *into);
+/* fn(x) of NumPy's whole-array reductions (np.sum, ndarray.max, ...) by the ufunc's loop: a
+ * NumPy scalar, or NULL without an error (NumPy's call then runs). */
+PyObject *direct_reduce(PyObject *fn, PyObject *x);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
 
