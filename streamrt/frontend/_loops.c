@@ -41,6 +41,13 @@
 long long n_direct;                     /* ufunc calls whose loop ran here */
 
 #define DIRECT_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)
+
+/* The floating-point exception flags cleared before a loop: tested first, as NumPy's
+ * npy_clear_floatstatus does (glibc's feclearexcept rewrites the x87 and SSE state: ~40 ns). */
+static inline void clear_fpe(void) {
+    if (fetestexcept(DIRECT_FPE))
+        feclearexcept(DIRECT_FPE);
+}
 #define GIL_FREE_SIZE 16384             /* release the GIL for loops this long (NumPy: 500) */
 
 typedef union { double d; float f; npy_int64 i; npy_int32 i32; } Element;
@@ -160,15 +167,15 @@ typedef struct { char *ptr[3]; npy_intp steps[3], outer[3]; } Operands;
 
 /* Operand k (array ``a``) of an ``nd``-D result of ``dims``, a call per row or not: 0 when
  * its layout is not one the loop is called on here (see the top). */
-static int array_operand(Operands *o, int k, PyArrayObject *a, int nd, const npy_intp *dims,
-                         int rows) {
+static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
+                                const npy_intp *dims, npy_intp size, int rows) {
     int an = PyArray_NDIM(a);
     o->ptr[k] = PyArray_BYTES(a);
     o->outer[k] = 0;
     if (!rows) {                        /* one call: C-contiguous, or 1-D on its stride */
         if (an == nd && nd == 1)
             o->steps[k] = PyArray_STRIDE(a, 0);
-        else if (PyArray_IS_C_CONTIGUOUS(a) && PyArray_SIZE(a) == PyArray_MultiplyList(dims, nd))
+        else if (PyArray_IS_C_CONTIGUOUS(a) && PyArray_SIZE(a) == size)
             o->steps[k] = PyArray_ITEMSIZE(a);
         else
             return 0;
@@ -240,7 +247,7 @@ static PyObject *direct_matmul(PyUFuncObject *uf, PyObject *const *hv) {
                          an == 2 ? (bn == 2 ? p * sz : sz) : 0, bn == 2 ? sz : 0};
     char *args[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(out)};
     PyThreadState *ts = m * n * p >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
-    feclearexcept(DIRECT_FPE);
+    clear_fpe();
     uf->functions[i](args, core, steps, uf->data == NULL ? NULL : uf->data[i]);
     int fpe = fetestexcept(DIRECT_FPE);
     if (fpe)
@@ -318,12 +325,15 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     }
     if (rows && nd != 2)
         return NULL;
-    int exact = path_independent(uf);
+    int exact = rows ? path_independent(uf) : 1;
+    npy_intp size = 1;
+    for (int ax = 0; ax < nd; ax++)
+        size *= dims[ax];
     Operands o;
     Element sv[2];
     for (Py_ssize_t k = 0; k < n; k++) {
         if (arr[k] != NULL) {
-            if (!array_operand(&o, (int)k, arr[k], nd, dims, rows))
+            if (!array_operand(&o, (int)k, arr[k], nd, dims, size, rows))
                 return NULL;
             if (!exact && rows && o.steps[k] != PyArray_ITEMSIZE(arr[k]))
                 return NULL;            /* (NumPy's iterator may hand it other strides) */
@@ -360,17 +370,16 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     } else {
         Py_INCREF(out);
     }
-    if (!array_operand(&o, (int)n, out, nd, dims, rows) ||
+    if (!array_operand(&o, (int)n, out, nd, dims, size, rows) ||
             (!exact && rows && o.steps[n] != PyArray_ITEMSIZE(out))) {
         Py_DECREF(out);
         return NULL;
     }
     PyUFuncGenericFunction loop = uf->functions[i];
     void *data = uf->data == NULL ? NULL : uf->data[i];
-    npy_intp size = PyArray_MultiplyList(dims, nd);
     npy_intp count = rows ? dims[1] : size, nrows = rows ? dims[0] : 1;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
-    feclearexcept(DIRECT_FPE);
+    clear_fpe();
     for (npy_intp r = 0; r < nrows; r++) {
         loop(o.ptr, &count, o.steps, data);
         for (Py_ssize_t k = 0; k <= n; k++)
@@ -466,7 +475,7 @@ PyObject *direct_reduce(PyObject *fn, PyObject *x) {
     }
     char *args[3] = {(char *)&acc, in, (char *)&acc};
     npy_intp steps[3] = {0, step, 0};
-    feclearexcept(DIRECT_FPE);
+    clear_fpe();
     if (count > 0)
         uf->functions[i](args, &count, steps, uf->data == NULL ? NULL : uf->data[i]);
     int fpe = fetestexcept(DIRECT_FPE);
