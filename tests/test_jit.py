@@ -260,3 +260,43 @@ def test_the_speed_up_estimate_counts_the_memory_traffic_fusion_saves(monkeypatc
     assert three[0] == pytest.approx(12 / 8)      # 2 ops x 3 arrays / (3 loads + 1 store)
     assert chain[0] == pytest.approx(8 / 2)       # 4 ops x 2 arrays / (1 + 1)
     assert chain[1] == pytest.approx(4 * jit.PARALLEL_GAIN)
+
+
+@pytest.mark.parametrize("compiled_slower", [True, False])
+def test_a_compiled_kernel_measured_slower_runs_interpreted_again(background, monkeypatch,
+                                                                   compiled_slower):
+    """The switch follows an estimate; the compiled runs are then timed against the
+    interpreted ones (per element), and a variant slower compiled goes back to interpreting,
+    here and -- by its marker -- in later processes. One faster compiled stays compiled.
+    (Either side is slowed by 50 ms a run to make the comparison certain.)"""
+    import time as _time
+    slow = "_run_kernel" if compiled_slower else "_interpret"
+    orig = getattr(CPUExecutor, slow)
+
+    def slowed(self, *a):
+        _time.sleep(0.05)
+        return orig(self, *a)
+    monkeypatch.setattr(CPUExecutor, slow, slowed)
+    rng = np.random.default_rng(5)
+    a, b = rng.random(N), rng.random(N)
+    x, y = ps.asarray(a), ps.asarray(b)
+    ps.config.set(jit_margin=1e9)
+    for _ in range(2):
+        assert_same(_program(x, y), _expect(a, b), rtol=1e-15)     # interpreted, timed
+    ps.config.set(jit_margin=0.0)
+    _program(x, y).numpy()                                          # requests the compile
+    assert jit.wait(120)
+    for _ in range(1 + jit.MEASURED_RUNS):
+        assert_same(_program(x, y), _expect(a, b), rtol=1e-14)     # compiled, timed
+    st = background()
+    assert st["kernels_launched"] == 1 + jit.MEASURED_RUNS
+    assert st["kernels_slower_compiled"] == int(compiled_slower)
+    ps.reset_stats()
+    assert_same(_program(x, y), _expect(a, b), rtol=1e-14)
+    st = background()
+    assert (st["kernels_interpreted"], st["kernels_launched"]) == \
+        ((1, 0) if compiled_slower else (0, 1))
+    jit.reset()                         # (a later process: what it finds on disk)
+    ps.reset_stats()
+    _program(x, y).numpy()
+    assert background()["kernels_launched"] == (0 if compiled_slower else 1)
