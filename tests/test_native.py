@@ -1,6 +1,7 @@
 """The C record path (frontend/_native.c and native.py): it is built and installed (CI
 requires it), and it records exactly what the Python path records -- the same trace-key
 entries, ports, work-queue entries, release counts and errors at the user's line."""
+import contextlib
 import gc
 import os
 import subprocess
@@ -535,3 +536,16 @@ def test_following_a_cached_trace_and_leaving_it(stats):
     assert q.follow is None
     assert q.key_entries() == diverged
     assert float(r) == float(np.sum(np.arange(8.0) * 2.0 + 8.0))
+
+
+@needs_native
+def test_a_numpy_tier_scalar_of_a_dtype_streamrt_lacks_is_refused():
+    """A NumPy function on the NumPy tier giving a float16 scalar (arctan2 of 0-d bools) is
+    refused with streamrt's DTypeError, as the Python path refuses it (the fuzzer found the C
+    path returning NumPy's float16)."""
+    with ps.config.override(eager_elements=16):
+        x = ps.asarray(np.array(True))
+        for path in (contextlib.nullcontext(), native.disabled()):
+            with path, pytest.raises(ps.DTypeError, match="float16"):
+                ps.arctan2(x, x)
+        assert float(ps.arctan2(x, 1)) == float(np.arctan2(np.array(True), 1))

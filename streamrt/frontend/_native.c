@@ -1974,6 +1974,17 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
         Py_DECREF(r);
         return NULL;
     }
+    if (Py_TYPE(r) != &PyDoubleArrType_Type && PyArray_IsScalar(r, Generic)) {
+        /* a NumPy scalar of a dtype streamrt does not have (float16: arctan2 of 0-d bools):
+         * refused, as the Python path (array._eager_out) refuses it */
+        PyArray_Descr *d = PyArray_DescrFromScalar(r);
+        int ok = d == NULL ? -1 : supported_descr((PyObject *)d);
+        Py_XDECREF(d);
+        if (ok <= 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+    }
     /* a scalar (NumPy's or Python's), None, ...: a float64 one as an element is
      * (``A[i, :] @ x`` then meets ``A[i, :]`` directly) */
     return wrap_f64(r);
