@@ -329,3 +329,41 @@ def test_reduction_edge_values_and_errors():
     with pytest.raises(ValueError):
         ps.max(ps.asarray(np.zeros(0)))
     assert np.asarray(ps.sum(ps.asarray(np.zeros(0)))) == 0.0
+
+
+def test_basic_index_assignment_writes_what_numpy_writes():
+    """``A[key] = v`` on the NumPy tier: a value of the view's dtype and shape, or a number
+    into a float64 or int64 view, is copied directly; overlapping sources, other dtypes,
+    broadcasting and elements are NumPy's setitem. The arrays end up NumPy's either way."""
+    rng = np.random.default_rng(8)
+    a, b = rng.random(40), rng.random(40)
+    m, i = rng.random((6, 8)), rng.integers(-9, 9, (6, 8))
+    A, B, M, I = ps.asarray(a), ps.asarray(b), ps.asarray(m), ps.asarray(i)
+    native.direct_count(reset=True)
+    direct = [
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(1, -1), y[2:]),
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(None, None, -2), y[:20]),
+        lambda x, y, mm, ii, np_: mm.__setitem__((slice(1, 4), slice(2, 6)), mm[3:6, 0:4].copy()),
+        lambda x, y, mm, ii, np_: mm.__setitem__((slice(None), 3), y[:6]),
+        lambda x, y, mm, ii, np_: mm.__setitem__((2, slice(None)), 0.25),
+        lambda x, y, mm, ii, np_: ii.__setitem__((slice(None), slice(1, 3)), -7),
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(5, 9), 3),
+        lambda x, y, mm, ii, np_: mm.__setitem__((slice(0, 2),), mm[0:2]),      # itself
+    ]
+    numpys = [
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(1, None), x[:-1]),       # overlapping
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(None, None, -1), x),      # reversed
+        lambda x, y, mm, ii, np_: x.__setitem__(slice(0, 6), y[:6].astype(np.float32)),
+        lambda x, y, mm, ii, np_: mm.__setitem__((slice(None), slice(None)), y[:8]),  # broadcast
+        lambda x, y, mm, ii, np_: ii.__setitem__((0, slice(None)), 2.75),      # float into int
+        lambda x, y, mm, ii, np_: x.__setitem__(3, 1.5),                        # an element
+    ]
+    for f in direct + numpys:
+        f(A, B, M, I, ps)
+        f(a, b, m, i, np)
+    assert native.direct_count() == len(direct)
+    _same(A, a)
+    _same(M, m)
+    _same(I, i)
+    with pytest.raises(IndexError):
+        A[50:60, 1] = 1.0

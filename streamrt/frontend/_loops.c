@@ -417,6 +417,70 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     return (PyObject *)out;
 }
 
+/* ---- basic-index assignment: ``A[1:-1] = v`` ---------------------------------------------
+ * NumPy's setitem is its indexing (the view) and PyArray_AssignArray (overlap check, a dtype
+ * transfer function, the copy loop). For a value of the view's own dtype and shape (or a
+ * Python number into a float64 or int64 view) this copies with memmove: rows of contiguous
+ * elements, a 1-D stride, or a fill. A source overlapping the view other than as the same
+ * bytes, another dtype, broadcasting: NumPy's setitem. 1 done, 0 not taken, -1 error. */
+int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
+    PyObject *view = PyObject_GetItem(base, key);
+    if (view == NULL)
+        return -1;
+    int rc = 0;
+    if (!PyArray_CheckExact(view))       /* (an element: NumPy's setitem writes it) */
+        goto done;
+    PyArrayObject *d = (PyArrayObject *)view;
+    int nd = PyArray_NDIM(d), tn = PyArray_TYPE(d);
+    npy_intp isz = PyArray_ITEMSIZE(d);
+    if (nd > 2 || !PyArray_ISWRITEABLE(d) || !PyArray_ISALIGNED(d) ||
+            !PyArray_ISNBO(PyArray_DESCR(d)->byteorder))
+        goto done;
+    npy_intp rows = nd == 2 ? PyArray_DIM(d, 0) : 1, cols = nd >= 1 ? PyArray_DIM(d, nd - 1) : 1;
+    npy_intp drow = nd == 2 ? PyArray_STRIDE(d, 0) : 0, dcol = nd >= 1 ? PyArray_STRIDE(d, nd - 1) : isz;
+    if (PyArray_CheckExact(value)) {
+        PyArrayObject *s = (PyArrayObject *)value;
+        if (PyArray_TYPE(s) != tn || PyArray_NDIM(s) != nd || !PyArray_SAMESHAPE(s, d) ||
+                !PyArray_ISALIGNED(s) || !PyArray_ISNBO(PyArray_DESCR(s)->byteorder) ||
+                PyArray_DESCR(s)->kind == 'O' || overlaps(s, d))
+            goto done;
+        npy_intp srow = nd == 2 ? PyArray_STRIDE(s, 0) : 0;
+        npy_intp scol = nd >= 1 ? PyArray_STRIDE(s, nd - 1) : isz;
+        char *dp = PyArray_BYTES(d), *sp = PyArray_BYTES(s);
+        for (npy_intp r = 0; r < rows; r++, dp += drow, sp += srow) {
+            if (dcol == isz && scol == isz) {
+                memmove(dp, sp, cols * isz);
+            } else {
+                char *a = dp, *b = sp;
+                for (npy_intp c = 0; c < cols; c++, a += dcol, b += scol)
+                    memcpy(a, b, isz);
+            }
+        }
+        rc = 1;
+    } else if ((tn == NPY_DOUBLE || tn == NPY_LONG) &&
+               (Py_TYPE(value) == &PyFloat_Type || Py_TYPE(value) == &PyLong_Type)) {
+        Element e;
+        if (tn == NPY_DOUBLE) {
+            if (!scalar_operand(value, NPY_DOUBLE, &e))
+                goto done;
+        } else if (Py_TYPE(value) != &PyLong_Type || !scalar_operand(value, NPY_LONG, &e)) {
+            goto done;                  /* (a float into int64: NumPy's conversion) */
+        }
+        char *dp = PyArray_BYTES(d);
+        for (npy_intp r = 0; r < rows; r++, dp += drow) {
+            char *a = dp;
+            for (npy_intp c = 0; c < cols; c++, a += dcol)
+                memcpy(a, &e, isz);
+        }
+        rc = 1;
+    }
+done:
+    if (rc)
+        n_direct++;
+    Py_DECREF(view);
+    return rc;
+}
+
 /* ---- whole-array reductions: np.sum(x), x.max(), ... without arguments ------------------- */
 #define NREDUCE 12
 static PyObject *reduce_fn[NREDUCE];    /* NumPy's functions and ndarray's methods ... */

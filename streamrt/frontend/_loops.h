@@ -12,6 +12,10 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
 /* fn(x) of NumPy's whole-array reductions (np.sum, ndarray.max, ...) by the ufunc's loop: a
  * NumPy scalar, or NULL without an error (NumPy's call then runs). */
 PyObject *direct_reduce(PyObject *fn, PyObject *x);
+/* base[key] = value for a basic key, by memmove when value is an ndarray of the view's
+ * dtype and shape or a number into a float64/int64 view: 1 done, 0 not taken (NumPy's
+ * setitem then runs), -1 error (NumPy's indexing raised). */
+int direct_setitem(PyObject *base, PyObject *key, PyObject *value);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
 

@@ -1808,7 +1808,9 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
         Py_DECREF(hkey);
         return -1;
     }
-    int rc = PyObject_SetItem(pv, hkey, own != NULL ? own : vv);
+    int rc = basic ? direct_setitem(pv, hkey, own != NULL ? own : vv) : 0;
+    if (rc == 0)
+        rc = PyObject_SetItem(pv, hkey, own != NULL ? own : vv);
     Py_XDECREF(own);
     Py_DECREF(hkey);
     if (rc < 0)
