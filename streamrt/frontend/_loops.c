@@ -52,6 +52,30 @@ static inline void clear_fpe(void) {
 
 typedef union { double d; float f; npy_int64 i; npy_int32 i32; } Element;
 
+/* After a loop (the GIL released for it when ``ts``): the floating-point exceptions it raised,
+ * cleared. */
+static inline int loop_end(PyThreadState *ts) {
+    int fpe = fetestexcept(DIRECT_FPE);
+    if (fpe)
+        feclearexcept(DIRECT_FPE);
+    if (ts != NULL)
+        PyEval_RestoreThread(ts);
+    return fpe;
+}
+
+/* A new result ``out`` its loop computed: kept, or discarded (NULL without an error) when the
+ * loop raised a floating-point exception or set a Python error -- NumPy's call then redoes
+ * it and reports as it does. */
+static PyObject *fresh_result(int fpe, PyArrayObject *out) {
+    if (fpe || PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_DECREF(out);
+        return NULL;
+    }
+    n_direct++;
+    return (PyObject *)out;
+}
+
 /* ``v``, a scalar operand of a loop over type ``tn``, in ``*e`` as NumPy converts it for that
  * loop; 0 when NumPy would promote to another dtype or the conversion is not exact. */
 static int scalar_operand(PyObject *v, int tn, Element *e) {
@@ -249,18 +273,7 @@ static PyObject *direct_matmul(PyUFuncObject *uf, PyObject *const *hv) {
     PyThreadState *ts = m * n * p >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     clear_fpe();
     uf->functions[i](args, core, steps, uf->data == NULL ? NULL : uf->data[i]);
-    int fpe = fetestexcept(DIRECT_FPE);
-    if (fpe)
-        feclearexcept(DIRECT_FPE);
-    if (ts != NULL)
-        PyEval_RestoreThread(ts);
-    if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
-        PyErr_Clear();
-        Py_DECREF(out);
-        return NULL;
-    }
-    n_direct++;
-    return (PyObject *)out;
+    return fresh_result(loop_end(ts), out);
 }
 
 PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject *into) {
@@ -385,11 +398,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
         for (Py_ssize_t k = 0; k <= n; k++)
             o.ptr[k] += o.outer[k];
     }
-    int fpe = fetestexcept(DIRECT_FPE);
-    if (fpe)
-        feclearexcept(DIRECT_FPE);
-    if (ts != NULL)
-        PyEval_RestoreThread(ts);
+    int fpe = loop_end(ts);
     if (into != NULL) {
         /* written in place, as NumPy's call would have; its report of the exceptions */
         n_direct++;
@@ -408,13 +417,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
         }
         return (PyObject *)out;
     }
-    if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
-        PyErr_Clear();
-        Py_DECREF(out);
-        return NULL;
-    }
-    n_direct++;
-    return (PyObject *)out;
+    return fresh_result(fpe, out);
 }
 
 /* ---- basic-index assignment: ``A[1:-1] = v`` ---------------------------------------------
@@ -542,9 +545,7 @@ PyObject *direct_reduce(PyObject *fn, PyObject *x) {
     clear_fpe();
     if (count > 0)
         uf->functions[i](args, &count, steps, uf->data == NULL ? NULL : uf->data[i]);
-    int fpe = fetestexcept(DIRECT_FPE);
-    if (fpe || PyErr_Occurred()) {      /* NumPy's call redoes it and reports as it does */
-        feclearexcept(DIRECT_FPE);
+    if (loop_end(NULL) || PyErr_Occurred()) {   /* NumPy's call redoes it and reports */
         PyErr_Clear();
         return NULL;
     }

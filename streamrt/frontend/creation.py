@@ -140,32 +140,28 @@ def _fresh(a):
 
 # The creation functions find the user's line only for an error or a large array (a
 # constant port records it): callsite() costs ~0.25 us, NumPy's zeros(1000) ~0.2 us.
-def zeros(shape, dtype=float, order="C", *, device=None, like=None):
+def _filled_like_numpy(name, fn, shape, dtype, order, device, like):
+    """``fn(shape, dtype)`` (np.zeros, np.ones) as zeros/ones/empty make it: a small plain
+    shape of a dtype seen before at once, anything else through the general path."""
     if order == "C" and device is None and like is None and _small(shape):
         dt = _known.get(dtype) if dtype is not None else None
         if dt is not None:
-            return _fresh(np.zeros(shape, dt))
-    _order_device_like("zeros", order, device, like, None)
-    return _numpy(None, np.zeros, shape, dtype=_dtype(dtype, None))
+            return _fresh(fn(shape, dt))
+    _order_device_like(name, order, device, like, None)
+    return _numpy(None, fn, shape, dtype=_dtype(dtype, None))
+
+
+def zeros(shape, dtype=float, order="C", *, device=None, like=None):
+    return _filled_like_numpy("zeros", np.zeros, shape, dtype, order, device, like)
 
 
 def ones(shape, dtype=float, order="C", *, device=None, like=None):
-    if order == "C" and device is None and like is None and _small(shape):
-        dt = _known.get(dtype) if dtype is not None else None
-        if dt is not None:
-            return _fresh(np.ones(shape, dt))
-    _order_device_like("ones", order, device, like, None)
-    return _numpy(None, np.ones, shape, dtype=_dtype(dtype, None))
+    return _filled_like_numpy("ones", np.ones, shape, dtype, order, device, like)
 
 
 def empty(shape, dtype=float, order="C", *, device=None, like=None):
     """Zero-filled (NumPy leaves the contents undefined)."""
-    if order == "C" and device is None and like is None and _small(shape):
-        dt = _known.get(dtype) if dtype is not None else None
-        if dt is not None:
-            return _fresh(np.zeros(shape, dt))
-    _order_device_like("empty", order, device, like, None)
-    return _numpy(None, np.zeros, shape, dtype=_dtype(dtype, None))
+    return _filled_like_numpy("empty", np.zeros, shape, dtype, order, device, like)
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):

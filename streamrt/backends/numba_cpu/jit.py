@@ -50,8 +50,9 @@ EXIT_COMPILES = 4        # variants compiled after exit for the next run, at mos
 INTERPRET_WAIT_S = 2.0   # a kernel whose interpreted run would take longer waits for its compile
 RNG_ELEMENT_S = 250e-9   # a counter-based generator op interpreted, per element (Philox, NumPy)
 PARALLEL_GAIN = min(1.5, float(os.cpu_count() or 1))   # a parallel kernel's gain from the cores
-MEASURED_RUNS = 3        # compiled runs (after the first) timed before they are judged ...
-SLOWER_FACTOR = 1.1      # ... slower than the interpreted runs by this: interpreted from then on
+WARMUP_RUNS = 5          # compiled runs not timed after the switch (dispatch set-up, threads)
+MEASURED_RUNS = 5        # compiled runs then timed: the fastest of them, an element, ...
+SLOWER_FACTOR = 1.5      # ... slower than the interpreted runs by this: interpreted from then on
 
 _lock = threading.Lock()
 _states: collections.OrderedDict = collections.OrderedDict()  # (source, serial) -> _Variant
@@ -61,14 +62,14 @@ _prior_all = 0.0     # ... and, by their records on disk, over the processes tha
 
 class _Variant:
     __slots__ = ("state", "runs", "seconds", "error", "gain", "prior", "elements", "cruns",
-                 "cseconds", "celements")
+                 "cseconds")
 
     def __init__(self):
         self.state, self.runs, self.seconds, self.error = COLD, 0, 0.0, None
         self.gain = 0.0          # what the compiled kernel would have saved so far, here
         self.prior = 0.0         # ... in the process that compiled it (read from disk)
         self.elements = 0        # the interpreted runs' elements (a time per element)
-        self.cruns, self.cseconds, self.celements = 0, 0.0, 0    # the compiled runs'
+        self.cruns, self.cseconds = 0, 0.0   # the compiled runs: count, fastest an element
 
 
 def mode() -> str:
@@ -87,8 +88,6 @@ def _variant(source, serial):
             _states.popitem(last=False)
         if program_cache.failed_marker(source):
             v.state = FAILED
-        elif program_cache.slower_marker(source, serial):
-            v.state = SLOWER
         elif program_cache.compiled_on_disk(source, serial):
             v.state = READY              # (a second process: built before, loaded when used)
             v.prior = program_cache.noted_gain(source, serial)
@@ -211,34 +210,38 @@ def compile_first(prog, serial, describe, timeout=120.0) -> bool:
     return ready(prog, serial)
 
 
-def compiled(prog, serial, seconds):
-    """One compiled run of the variant took ``seconds``. The estimate that switched it is
-    checked against what it measures: after its first run (Numba's dispatch set-up), once
-    MEASURED_RUNS runs take SLOWER_FACTOR times longer an element than its interpreted runs
-    did, it runs interpreted again, here and, by a marker beside its module, in later
-    processes (nbody's 250,000-element kernels: ~0.75 s a call compiled, ~0.55 interpreted)."""
+def compiled(prog, serial, seconds, busy):
+    """One compiled run of the variant took ``seconds`` (``busy``: a compile was in flight
+    during it). The estimate that switched it is checked against what it measures: after
+    WARMUP_RUNS runs (Numba's dispatch set-up, its threads starting), when even the fastest
+    of MEASURED_RUNS runs takes SLOWER_FACTOR times longer an element than the interpreted
+    runs did on average, it runs interpreted again for the rest of this process (nbody's
+    250,000-element kernels: ~0.75 s a call compiled, ~0.55 interpreted). Runs while the
+    compile worker works are not counted -- a parallel kernel sharing two cores with it runs
+    many times slower -- and the verdict is not kept on disk: the first runs after a switch
+    can be slow for a moment (Floyd-Warshall's row update: 2-5 ns an element against 0.33
+    interpreted, then 2x faster than interpreted in the next process)."""
     with _lock:
         v = _variant(prog.source, serial)
-        if v.state != READY or v.runs < 2:
-            return               # (nothing measured interpreted to compare with)
+        if v.state != READY or v.runs < 2 or busy:
+            return               # (nothing measured interpreted to compare with; a busy CPU)
         v.cruns += 1
-        if v.cruns == 1:
+        if v.cruns <= WARMUP_RUNS:
             return
-        v.cseconds += seconds
-        v.celements += prog.kernel.elements
-        if v.cruns <= MEASURED_RUNS:
+        per = seconds / max(prog.kernel.elements, 1)
+        v.cseconds = per if v.cruns == WARMUP_RUNS + 1 else min(v.cseconds, per)
+        if v.cruns < WARMUP_RUNS + MEASURED_RUNS:
             return
-        slower = v.cseconds * v.elements > SLOWER_FACTOR * v.seconds * v.celements
+        slower = v.cseconds * v.elements > SLOWER_FACTOR * v.seconds
         if slower:
             v.state = SLOWER
         else:
             v.cruns = -1 << 30   # (judged: not measured again)
     if slower:
         stats.add("kernels_slower_compiled")
-        program_cache.mark_slower(prog.source, serial)
         if settings.debug >= 1:
             print(f"[streamrt] a compiled kernel ran slower than interpreted "
-                  f"({v.cseconds / max(v.celements, 1) * 1e9:.2f} against "
+                  f"({v.cseconds * 1e9:.2f} against "
                   f"{v.seconds / max(v.elements, 1) * 1e9:.2f} ns an element): interpreted "
                   "from now on", file=sys.stderr)
 

@@ -189,8 +189,7 @@ def _variant_file(source, serial, what=""):
 
 def variant_marker(module_path: str, serial: bool, what: str = "") -> str:
     """The file beside a kernel's module saying that variant is in Numba's disk cache (with
-    ``what`` "gain-": what it would have saved, ``note_gain``; "slower-": it ran slower
-    compiled than interpreted, ``mark_slower``)."""
+    ``what`` "gain-": what it would have saved, ``note_gain``)."""
     return module_path[:-3] + "." + what + ("serial" if serial else "parallel")
 
 
@@ -228,19 +227,6 @@ def mark_compiled(source: str, serial: bool):
         _write_atomic(_variant_file(source, serial), "")
     except OSError:
         pass
-
-
-def mark_slower(source: str, serial: bool):
-    """Remember that a variant of ``source`` ran slower compiled than interpreted (jit.py):
-    later processes interpret it without loading it."""
-    try:
-        _write_atomic(_variant_file(source, serial, "slower-"), "")
-    except OSError:
-        pass
-
-
-def slower_marker(source: str, serial: bool) -> bool:
-    return os.path.exists(_variant_file(source, serial, "slower-"))
 
 
 def note_gain(source: str, serial: bool, gain: float):
