@@ -6,7 +6,7 @@
  * calls the loop itself, on a new C-ordered result:
  *
  *   - a ufunc with one output and one or two inputs (no generalized ufunc);
- *   - its array operands exact ndarrays of one dtype (float64, float32, int64, int32), native and
+ *   - its array operands exact ndarrays of one dtype (float64, float32, an integer, bool), native and
  *     aligned, of one shape (no broadcasting), the others Python or NumPy scalars that NumPy
  *     would convert to that dtype (NEP 50: a Python float or int takes the array's dtype);
  *   - laid out so that NumPy's iterator hands the loop the same strides: every array
@@ -50,7 +50,44 @@ static inline void clear_fpe(void) {
 }
 #define GIL_FREE_SIZE 16384             /* release the GIL for loops this long (NumPy: 500) */
 
-typedef union { double d; float f; npy_int64 i; npy_int32 i32; } Element;
+typedef union {
+    double d; float f; npy_int64 i; npy_int32 i32; npy_int16 i16; npy_int8 i8;
+    npy_uint64 u64; npy_uint32 u32; npy_uint16 u16; npy_uint8 u8; npy_bool b;
+} Element;
+
+/* The dtypes the loops are called for: bool, the integers, float32 and float64. */
+static inline int direct_type(int tn) {
+    return tn == NPY_DOUBLE || tn == NPY_FLOAT || tn == NPY_BOOL || PyTypeNum_ISINTEGER(tn);
+}
+
+/* Python int ``x`` (``ux``: its value past int64, for a uint64) as an element of integer type
+ * ``tn``: 0 when out of its range (NumPy raises OverflowError; its call reports it). */
+static int int_element(int tn, long long x, int big, unsigned long long ux, Element *e) {
+    PyArray_Descr *d = PyArray_DescrFromType(tn);
+    if (d == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int size = (int)d->elsize, sig = PyTypeNum_ISSIGNED(tn);
+    Py_DECREF(d);
+    if (big)                            /* (past int64: only a uint64 holds it) */
+        return !sig && size == 8 ? (e->u64 = ux, 1) : 0;
+    if (sig) {
+        long long lo = size == 8 ? LLONG_MIN : -(1LL << (8 * size - 1)), hi = -(lo + 1);
+        if (x < lo || x > hi)
+            return 0;
+    } else if (x < 0 || (size < 8 && x >= (1LL << (8 * size)))) {
+        return 0;
+    }
+    switch (size) {
+    case 1: if (sig) e->i8 = (npy_int8)x; else e->u8 = (npy_uint8)x; break;
+    case 2: if (sig) e->i16 = (npy_int16)x; else e->u16 = (npy_uint16)x; break;
+    case 4: if (sig) e->i32 = (npy_int32)x; else e->u32 = (npy_uint32)x; break;
+    case 8: if (sig) e->i = x; else e->u64 = (npy_uint64)x; break;
+    default: return 0;
+    }
+    return 1;
+}
 
 /* After a loop (the GIL released for it when ``ts``): the floating-point exceptions it raised,
  * cleared. */
@@ -90,32 +127,50 @@ static int scalar_operand(PyObject *v, int tn, Element *e) {
             return 0;
         return 1;
     }
-    if (tn == NPY_FLOAT && PyArray_IsScalar(v, Float)) {
-        e->f = PyArrayScalar_VAL(v, Float);
-        return 1;
+    if (PyArray_IsScalar(v, Generic)) {
+        /* a NumPy scalar of the array's own dtype (another: NumPy promotes) */
+        PyArray_Descr *sd = PyArray_DescrFromScalar(v);
+        if (sd == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int same = sd->type_num == tn && PyArray_ISNBO(sd->byteorder);
+        Py_DECREF(sd);
+        if (same)
+            PyArray_ScalarAsCtype(v, e);
+        return same;
     }
-    if (tn == NPY_LONG && PyArray_IsScalar(v, Long)) {
-        e->i = PyArrayScalar_VAL(v, Long);
-        return 1;
-    }
-    if (tn == NPY_INT && PyArray_IsScalar(v, Int)) {
-        e->i32 = PyArrayScalar_VAL(v, Int);
+    if (t == &PyBool_Type) {            /* (a Python bool: with a bool array only) */
+        if (tn != NPY_BOOL)
+            return 0;
+        e->b = v == Py_True;
         return 1;
     }
     if (t == &PyLong_Type) {
         int over = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &over);
-        if (over || (x == -1 && PyErr_Occurred())) {
+        if (x == -1 && PyErr_Occurred()) {
             PyErr_Clear();
             return 0;
         }
-        const long long exact = tn == NPY_FLOAT ? (1LL << 24) : (1LL << 53);
-        if (tn == NPY_LONG)
-            e->i = x;
-        else if (tn == NPY_INT && x >= INT32_MIN && x <= INT32_MAX)
-            e->i32 = (npy_int32)x;      /* (past int32: NumPy raises; its call reports it) */
-        else if (tn != NPY_DOUBLE && tn != NPY_FLOAT)
+        if (PyTypeNum_ISINTEGER(tn)) {
+            unsigned long long ux = 0;
+            if (over > 0) {
+                ux = PyLong_AsUnsignedLongLong(v);
+                if (ux == (unsigned long long)-1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    return 0;
+                }
+            } else if (over < 0) {
+                return 0;
+            }
+            return int_element(tn, x, over != 0, ux, e);
+        }
+        if (over)
             return 0;
+        const long long exact = tn == NPY_FLOAT ? (1LL << 24) : (1LL << 53);
+        if (tn != NPY_DOUBLE && tn != NPY_FLOAT)
+            return 0;                   /* (a bool array: NumPy promotes) */
         else if (x > exact || x < -exact)
             return 0;
         else if (tn == NPY_DOUBLE)
@@ -297,7 +352,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
             return NULL;
         if (tn < 0) {
             tn = d->type_num;
-            if (tn != NPY_DOUBLE && tn != NPY_FLOAT && tn != NPY_LONG && tn != NPY_INT)
+            if (!direct_type(tn))
                 return NULL;
             nd = PyArray_NDIM(a);
             memcpy(dims, PyArray_DIMS(a), nd * sizeof(npy_intp));
@@ -359,7 +414,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
             o.steps[k] = o.outer[k] = 0;
         }
     }
-    if (out != NULL && (tn == NPY_LONG || tn == NPY_INT) && strcmp(uf->name, "power") == 0)
+    if (out != NULL && PyTypeNum_ISINTEGER(tn) && strcmp(uf->name, "power") == 0)
         return NULL;        /* (its loop raises for a negative exponent midway: NumPy's call) */
     int nargs = uf->nargs, i = 0;
     for (; i < uf->ntypes; i++) {
