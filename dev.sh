@@ -18,9 +18,10 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import streamrt, numba, p
   fi
   rm -rf "$probe_dir"
 fi
-# the C extension, built in place (an editable install): again when its source is newer
+# the C extension, built in place (an editable install): again when a source is newer
 so=$(ls streamrt/frontend/_native*.so 2>/dev/null | head -n 1 || true)
-if [ -z "$so" ] || [ streamrt/frontend/_native.c -nt "$so" ]; then
+if [ -z "$so" ] || [ streamrt/frontend/_native.c -nt "$so" ] || \
+   [ streamrt/frontend/_loops.c -nt "$so" ] || [ streamrt/frontend/_loops.h -nt "$so" ]; then
   .venv/bin/python setup.py -q build_ext --inplace >/dev/null 2>&1 \
     || echo "dev.sh: the C record path did not build; streamrt records in Python" >&2
 fi
