@@ -256,10 +256,14 @@ def test_the_speed_up_estimate_counts_the_memory_traffic_fusion_saves(monkeypatc
     a, b, c = (ps.asarray(rng.random(N)) for _ in range(3))
     (a + b + c).numpy()
     ((a * 2.0 + 1.0) * 3.0 - 4.0).numpy()
-    (three, chain) = seen[-2:]
+    (ps.exp(a)).numpy()
+    a.sum().numpy()
+    (three, chain, one, red) = seen[-4:]
     assert three[0] == pytest.approx(12 / 8)      # 2 ops x 3 arrays / (3 loads + 1 store)
     assert chain[0] == pytest.approx(8 / 2)       # 4 ops x 2 arrays / (1 + 1)
     assert chain[1] == pytest.approx(4 * jit.PARALLEL_GAIN)
+    assert one == (1.0, 1.0)                      # nothing fused: not even the cores count
+    assert red[1] == pytest.approx(red[0] * jit.PARALLEL_GAIN)  # (a reduction splits over them)
 
 
 @pytest.mark.parametrize("compiled_slower", [True, False])

@@ -155,7 +155,7 @@ def speedup(prog, serial) -> float:
     """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
     memory traffic it saves -- each op of the interpreted run reads its array operands and
     writes its result; the kernel reads its loads and writes its stores once -- and, for the
-    parallel variant, PARALLEL_GAIN. (It was the op count times the cores: a two-op kernel
+    parallel variant, PARALLEL_GAIN (not for a kernel that fuses nothing but a reduction). (It was the op count times the cores: a two-op kernel
     over 4M elements, NumPy's passes already halved by its temporary elision, was rated 4x and
     ran 1.1x; its gain made the next process load Numba for nothing.)"""
     k = prog.kernel
@@ -166,6 +166,12 @@ def speedup(prog, serial) -> float:
     fused = sum(a.port.size for a in k.loads) + sum(a.port.size for a in k.stores) \
         if k is not None else 0
     s = naive / fused if fused > 0 and naive > fused else 1.0
+    if s == 1.0 and not any(p.kind == "reduce" for p in prog.ops):
+        # nothing fused: NumPy's loop does the same work, its transcendental functions in
+        # SIMD where Numba calls libm per element (nbody large's ``x ** -1.5`` over 250,000
+        # elements: 1.1 ms compiled on two cores, 0.39 ms NumPy): the cores alone are not
+        # counted (a reduction keeps them: its kernel splits the sum over the cores)
+        return 1.0
     if not serial:
         s *= PARALLEL_GAIN
     return max(s, 1.0)
