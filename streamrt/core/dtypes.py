@@ -33,11 +33,22 @@ class UnsupportedDType(TypeError):
     in another dtype than NumPy's would be a silently different answer."""
 
 
+_canonical: dict = {}    # dtype arguments answered before (``float``, "f4", ...) -> the dtype
+
+
 def canonical(dt) -> np.dtype:
     """``dt`` as a NumPy dtype if streamrt computes in it, else an :class:`UnsupportedDType`
     (no dtype is replaced by another: float16 is refused, not computed as float32)."""
+    try:
+        return _canonical[dt]
+    except (KeyError, TypeError):       # (not seen, or not hashable)
+        pass
     d = np.dtype(dt)
     if d in SUPPORTED_SET:
+        try:
+            _canonical[dt] = d
+        except TypeError:
+            pass
         return d
     if d == np.float16:
         raise UnsupportedDType(

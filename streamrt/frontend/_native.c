@@ -2017,8 +2017,11 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
             goto done;
     if (fd.n == 0)
         goto done;
-    r = kwnames != NULL ? NULL : n == 1 ? direct_reduce(ref, hv[0]) :
-        direct_ufunc(ref, hv, n, NULL);
+    if (kwnames == NULL) {
+        r = n == 1 ? direct_reduce(ref, hv[0]) : NULL;
+        if (r == NULL && !PyErr_Occurred())
+            r = direct_ufunc(ref, hv, n, NULL);
+    }
     if (r == NULL && !PyErr_Occurred())
         r = PyObject_Vectorcall(ref, hv, n, kwnames);
     if (r == NULL)

@@ -104,18 +104,21 @@ def _new_array(a, site=None):
 
 
 _NUMBERS = (int, float)
-_known = {}             # dtype arguments seen before -> their canonical dtype
 
 
 def _dtype(dtype, site):
+    return canonical_dtype(dtype, site) if dtype is not None else None
+
+
+def _plain_dtype(dtype):
+    """``dtype`` streamrt computes in, or None (None given, or one the general path refuses
+    at the user's line)."""
     if dtype is None:
         return None
-    d = canonical_dtype(dtype, site)
     try:
-        _known[dtype] = d
-    except TypeError:           # not hashable: not remembered
-        pass
-    return d
+        return D.canonical(dtype)
+    except (TypeError, ValueError):
+        return None
 
 
 def _small(shape):
@@ -144,7 +147,7 @@ def _filled_like_numpy(name, fn, shape, dtype, order, device, like):
     """``fn(shape, dtype)`` (np.zeros, np.ones) as zeros/ones/empty make it: a small plain
     shape of a dtype seen before at once, anything else through the general path."""
     if order == "C" and device is None and like is None and _small(shape):
-        dt = _known.get(dtype) if dtype is not None else None
+        dt = _plain_dtype(dtype)
         if dt is not None:
             return _fresh(fn(shape, dt))
     _order_device_like(name, order, device, like, None)
@@ -167,7 +170,7 @@ def empty(shape, dtype=float, order="C", *, device=None, like=None):
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     if order == "C" and device is None and like is None and type(fill_value) in _NUMBERS \
             and _small(shape):
-        dt = _known.get(dtype) if dtype is not None else None
+        dt = _plain_dtype(dtype)
         if dt is not None or dtype is None:
             try:
                 a = np.full(shape, fill_value, dt)

@@ -160,12 +160,10 @@ class CPUExecutor(Executor):
                 return
             try:
                 d = self.compile(prog)
-                busy = m == "background" and jit.in_flight() > 0
                 t0 = time.perf_counter()
                 self._run_kernel(prog, d)
                 if m == "background":   # (measured against its interpreted runs)
-                    jit.compiled(prog, serial, time.perf_counter() - t0,
-                                 busy or jit.in_flight() > 0)
+                    jit.compiled(prog, serial, time.perf_counter() - t0)
             except Exception as e:  # noqa: BLE001
                 if settings.debug >= 1:
                     print(f"[streamrt] kernel failed ({type(e).__name__}: {str(e)[:200]}); "

@@ -155,8 +155,8 @@ def speedup(prog, serial) -> float:
     """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
     memory traffic it saves -- each op of the interpreted run reads its array operands and
     writes its result; the kernel reads its loads and writes its stores once -- and, for the
-    parallel variant, PARALLEL_GAIN (not for a kernel that fuses nothing but a reduction). (It was the op count times the cores: a two-op kernel
-    over 4M elements, NumPy's passes already halved by its temporary elision, was rated 4x and
+    parallel variant, PARALLEL_GAIN (not for a kernel that fuses nothing but a reduction).
+    (It was the op count times the cores: a two-op kernel over 4M elements, NumPy's passes already halved by its temporary elision, was rated 4x and
     ran 1.1x; its gain made the next process load Numba for nothing.)"""
     k = prog.kernel
     naive = 0
@@ -216,10 +216,10 @@ def compile_first(prog, serial, describe, timeout=120.0) -> bool:
     return ready(prog, serial)
 
 
-def compiled(prog, serial, seconds, busy):
-    """One compiled run of the variant took ``seconds`` (``busy``: a compile was in flight
-    during it). The estimate that switched it is checked against what it measures: after
-    WARMUP_RUNS runs (Numba's dispatch set-up, its threads starting), when even the fastest
+def compiled(prog, serial, seconds):
+    """One compiled run of the variant took ``seconds``. The estimate that switched it is
+    checked against what it measures: after WARMUP_RUNS runs (Numba's dispatch set-up, its
+    threads starting), when even the fastest
     of MEASURED_RUNS runs takes SLOWER_FACTOR times longer an element than the interpreted
     runs did on average, it runs interpreted again for the rest of this process (nbody's
     250,000-element kernels: ~0.75 s a call compiled, ~0.55 interpreted). Runs while the
@@ -229,8 +229,11 @@ def compiled(prog, serial, seconds, busy):
     interpreted, then 2x faster than interpreted in the next process)."""
     with _lock:
         v = _variant(prog.source, serial)
-        if v.state != READY or v.runs < 2 or busy:
-            return               # (nothing measured interpreted to compare with; a busy CPU)
+        if v.state != READY or v.runs < 2 or v.cruns < 0:
+            return               # (nothing interpreted to compare with; judged already)
+    if in_flight() > 0:
+        return                   # (the worker shares the cores: not counted)
+    with _lock:
         v.cruns += 1
         if v.cruns <= WARMUP_RUNS:
             return
@@ -242,7 +245,7 @@ def compiled(prog, serial, seconds, busy):
         if slower:
             v.state = SLOWER
         else:
-            v.cruns = -1 << 30   # (judged: not measured again)
+            v.cruns = -1         # (judged: not measured again)
     if slower:
         stats.add("kernels_slower_compiled")
         if settings.debug >= 1:
