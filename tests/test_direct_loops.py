@@ -389,3 +389,164 @@ def test_basic_index_assignment_writes_what_numpy_writes():
     _same(I, i)
     with pytest.raises(IndexError):
         A[50:60, 1] = 1.0
+
+
+# ---- on two threads (_loops.c run_split) ----------------------------------------------------
+two_cpus = pytest.mark.skipif(native._cpus() < 2, reason="one CPU: the loops are not cut")
+
+
+@pytest.fixture
+def helper_always():
+    """The helper thread runs every cut loop's second part (none taken back)."""
+    with native.split_helper_always():
+        yield
+
+
+def _splits():
+    return ps.runtime_stats()["loops_split"]
+
+
+@two_cpus
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8", "int16",
+                                   "uint64", "bool"])
+def test_loops_cut_in_two_give_numpys_bits(dtype, helper_always):
+    """Every ufunc, dtype and layout with its loop cut over two threads (between rows, or
+    within one call for the ufuncs whose result does not depend on the loop's path): NumPy's
+    values, bit for bit."""
+    rng = np.random.default_rng(5)
+    shape = (40, 70)
+    x0 = _values(dtype, 4 * 40 * 70, rng)
+    y0 = _values(dtype, 4 * 40 * 70, rng, positive=True)
+    X0, Y0 = ps.asarray(x0), ps.asarray(y0)
+    before = _splits()
+    checked = 0
+    with ps.config.override(split_elements=256):
+        for (name, x), (_, y), (_, X), (_, Y) in zip(_layouts(x0, shape), _layouts(y0, shape),
+                                                     _layouts(X0, shape), _layouts(Y0, shape)):
+            for uname in UFUNCS:
+                uf = getattr(np, uname)
+                for other, Other in ([(None, None)] if uf.nin == 1 else
+                                     [(y, Y), (2.5, 2.5), (3, 3), (True, True)]):
+                    with np.errstate(all="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        try:
+                            want = uf(x) if uf.nin == 1 else uf(x, other)
+                        except (TypeError, OverflowError, ValueError):
+                            continue
+                        if np.asarray(want).dtype not in D.SUPPORTED_SET:
+                            continue
+                        got = uf(X) if uf.nin == 1 else uf(X, Other)
+                    _same(got, want)
+                    checked += 1
+    assert checked > 300
+    assert _splits() - before > checked // 8
+
+
+@two_cpus
+def test_an_interpreted_kernel_cuts_its_loops_and_gives_numpys_bits(helper_always):
+    """A time step of fdtd-2d interpreted (large views, region writes in place): its ops run
+    on two threads, with NumPy's values bit for bit; STREAMRT_SPLIT_ELEMENTS=0 keeps one."""
+    from streamrt.core.config import settings
+    rng = np.random.default_rng(7)
+    a0, b0, c0 = (rng.standard_normal((300, 400)) for _ in range(3))
+    old = settings.jit
+    ps.sync()
+    ps.config.set(jit="off")
+    try:
+        for split, cut in ((1 << 15, True), (0, False)):
+            with ps.config.override(split_elements=split):
+                ex, ey, hz = ps.asarray(a0).copy(), ps.asarray(b0).copy(), ps.asarray(c0).copy()
+                e = [a0.copy(), b0.copy(), c0.copy()]
+                before = _splits()
+                for t in range(3):
+                    for x, y, h in ((ex, ey, hz), e):
+                        y[0, :] = float(t)
+                        y[1:, :] -= 0.5 * (h[1:, :] - h[:-1, :])
+                        x[:, 1:] -= 0.5 * (h[:, 1:] - h[:, :-1])
+                        h[:-1, :-1] -= 0.7 * (x[:-1, 1:] - x[:-1, :-1] + y[1:, :-1] - y[:-1, :-1])
+                for got, want in zip((ex, ey, hz), e):
+                    assert np.array_equal(np.asarray(got), want)
+                assert (_splits() - before > 10) == cut
+    finally:
+        ps.sync()
+        ps.config.set(jit=old)
+
+
+@two_cpus
+@pytest.mark.parametrize("where", [0, -1])
+def test_the_helpers_floating_point_errors_are_reported(where, helper_always):
+    """A division by zero in either half of a cut loop -- this thread's or the helper's --
+    is reported as NumPy reports it (a fresh result is redone by NumPy's call; an in-place
+    one raises after writing NumPy's values)."""
+    a = np.linspace(1.0, 2.0, 4096)
+    z = np.ones(4096)
+    z[where] = 0.0
+    A, Z = ps.asarray(a), ps.asarray(z)
+    with ps.config.override(split_elements=256):
+        before = _splits()
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            A / Z
+        with np.errstate(divide="ignore"):
+            _same(A / Z, a / z)
+        B = ps.asarray(a)
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            B /= Z
+        with np.errstate(divide="ignore"):
+            _same(B, a / z)
+        assert _splits() - before >= 3
+
+
+@two_cpus
+def test_cut_loops_from_two_threads_at_once():
+    """Two threads' loops at once: one has the helper, the other runs alone; both right."""
+    import threading
+    rng = np.random.default_rng(11)
+    errors = []
+
+    def work(seed):
+        x0 = rng.standard_normal((200, 300)) + seed
+        X = ps.asarray(x0)
+        try:
+            for _ in range(200):
+                _same(X * 3.0 - X, x0 * 3.0 - x0)
+        except AssertionError as e:     # (reported by the test's thread)
+            errors.append(e)
+
+    with ps.config.override(split_elements=256, eager_elements=1 << 17):
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert not errors
+
+
+@two_cpus
+def test_a_forked_child_cuts_loops_too():
+    """The helper thread does not survive fork(): the child starts its own, and its loops are
+    right and do not hang."""
+    import os
+    import time
+    x0 = np.linspace(0.0, 1.0, 8192)
+    X = ps.asarray(x0)
+    with ps.config.override(split_elements=256):
+        _same(X + X, x0 + x0)
+        pid = os.fork()
+        if pid == 0:                    # the child: exit 0 when right
+            ok = False
+            try:
+                signal_ok = np.array_equal(np.asarray(X * 2.0 + X), x0 * 2.0 + x0)
+                ok = signal_ok and ps.runtime_stats()["loops_split"] > 0
+            finally:
+                os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung")
+            time.sleep(0.01)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

@@ -379,10 +379,7 @@ def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch
     no Array holds any more is a temporary as NumPy sees one, and the product is computed
     in its buffer (no fresh result from the reference op). An outer product whose buffer a
     NumPy array still shows, or an Array still holds, is left as it was."""
-    from streamrt.backends import base
-    calls = []
-    ref = base._refop
-    monkeypatch.setattr(base, "_refop", lambda p, args: (calls.append(p.op), ref(p, args))[1])
+    calls = fresh_results(monkeypatch)
     m, n = 300, 400
     c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
     a0, b0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
@@ -408,6 +405,17 @@ def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch
     del row
 
 
+def fresh_results(monkeypatch):
+    """The ops whose result the interpreter made a new buffer for (NumPy's call made it, or
+    the interpreter did for a loop run on two threads), in order, as a list that fills."""
+    from streamrt.backends import base
+    calls = []
+    ref, fresh = base._refop, base._fresh
+    monkeypatch.setattr(base, "_refop", lambda p, args: (calls.append(p.op), ref(p, args))[1])
+    monkeypatch.setattr(base, "_fresh", lambda p: (calls.append(p.op), fresh(p))[1])
+    return calls
+
+
 @pytest.fixture
 def interpreted():
     """Kernels interpreted, process-wide (they may launch on the scheduler's thread)."""
@@ -428,10 +436,7 @@ def test_an_interpreted_kernel_computes_into_a_dying_constant(tier, interpreted,
     adds into its buffer (the reference op does not allocate a result). A constant a NumPy
     array still shows, one an Array holds and one a later program still reads keep their
     values."""
-    from streamrt.backends import base
-    calls = []
-    ref = base._refop
-    monkeypatch.setattr(base, "_refop", lambda p, args: (calls.append(p.op), ref(p, args))[1])
+    calls = fresh_results(monkeypatch)
     m, n = 300, 400                                  # (120,000 elements: recorded)
     a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
     u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)

@@ -342,19 +342,27 @@ def _refop(p, args):
 
 def ufunc_into(p, out):
     """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
-    it is not such an op, or its operands are not all of its own dtype (the definition
-    computes in the loop dtype, then casts: run_refop). Its floating-point flags are the
-    caller's to set (``interpret``: ignored, as run_refop's)."""
+    it is not such an op, or its operands are not all of its loop dtype (the definition
+    computes in the loop dtype, then casts: run_refop). A result of another dtype than the
+    loop's (a comparison's bool) only by the ufunc's own loop for those types (hooks.ufunc_loop,
+    the C path: exactly NumPy's loop, which makes that dtype). Its floating-point flags are
+    the caller's to set (``interpret``: ignored, as run_refop's)."""
     if p.kind != "map":
         return False
     op = OPS[p.op]
     uf = op.ref
-    if type(uf) is not np.ufunc or uf.nout != 1 or op.counter or p.loop_dtype != p.dtype:
+    if type(uf) is not np.ufunc or uf.nout != 1 or op.counter:
         return False
+    ld = p.loop_dtype
     args = loop_args(p, [ref_value(i) for i in p.inputs])
     for a in args:
-        if isinstance(a, (np.ndarray, np.generic)) and a.dtype != p.dtype:
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype != ld:
             return False
+    f = hooks.ufunc_loop
+    if f is not None and type(out) is np.ndarray and f(uf, tuple(args), out) is not None:
+        return True
+    if ld != p.dtype:
+        return False
     try:
         uf(*args, out=out)
     except (TypeError, ValueError):
@@ -426,11 +434,14 @@ def interpret(ops, keep, regions, alias, alloc, dying=()):
         for i in p.inputs:
             last[i.id] = n
     into_region = region_values(ops, regions, keep, alias) if regions else {}
+    # an element-wise op this long gets its result buffer first: its loop then runs on two
+    # threads (hooks.ufunc_loop) where NumPy's call would make the result itself
+    big = settings.split_elements if hooks.ufunc_loop is not None else 0
     with np.errstate(all="ignore"):         # (once: entering it costs ~0.7 us)
-        _interpret(ops, keep, alloc, mine, last, into_region, regions)
+        _interpret(ops, keep, alloc, mine, last, into_region, regions, big or -1)
 
 
-def _interpret(ops, keep, alloc, mine, last, into_region, regions):
+def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=-1):
     written = set()
     for n, p in enumerate(ops):
         dead = [i for i in p.inputs
@@ -442,8 +453,8 @@ def _interpret(ops, keep, alloc, mine, last, into_region, regions):
         elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r):
             p.value = r                     # (computed straight into the region)
             written.add(p.id)
-        elif (into := p.value if p.value is not None else spare(p, dead)) is None or \
-                not ufunc_into(p, into):
+        elif (into := p.value if p.value is not None else _result(p, dead, big)) \
+                is None or not ufunc_into(p, into):
             r = _refop(p, [ref_value(i) for i in p.inputs])
             if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
                     r.dtype == p.dtype and r.shape == tuple(p.shape) and _own(r, p):
@@ -456,6 +467,21 @@ def _interpret(ops, keep, alloc, mine, last, into_region, regions):
             p.value = into
         for i in dead:
             i.value = None
+
+
+def _result(p, dead, big):
+    """The buffer ``p``'s result is computed into: a dying temporary's (``spare``), or, for an
+    element-wise op of ``big`` elements or more, a new one, as NumPy's call would make (its
+    loop then runs on two threads: hooks.ufunc_loop); None: NumPy's call makes it."""
+    r = spare(p, dead)
+    if r is None and 0 < big <= p.size and p.kind == "map" and type(OPS[p.op].ref) is np.ufunc:
+        r = _fresh(p)
+    return r
+
+
+def _fresh(p):
+    """A new result buffer for ``p`` (the one NumPy's call would have made)."""
+    return np.empty(p.shape, p.dtype)
 
 
 def _own(r, p):

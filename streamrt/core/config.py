@@ -43,6 +43,11 @@ FLAGS = {
                            "and whose inputs and result have fewer elements than this runs at "
                            "once through NumPy instead of being recorded for fusion (0: record "
                            "every op)"),
+    "split_elements": Flag("STREAMRT_SPLIT_ELEMENTS", 1 << 15, int,
+                           "The NumPy tier on two cores: an element-wise op over this many "
+                           "elements or more, run through NumPy (an interpreted kernel's op, "
+                           "an op at once), runs NumPy's loop on two threads, half each "
+                           "(needs the C path and two CPUs; 0: one thread)"),
     "jit": Flag("STREAMRT_JIT", "background", str,
                 "When kernels compile: background (a kernel runs through NumPy until the cost "
                 "model says compiling it pays, then a worker process compiles it and its next "

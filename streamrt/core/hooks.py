@@ -7,7 +7,8 @@ Who sets what: ``set_debugger`` -- tools/debug (reference mode, breakpoints);
 ``set_profiler``, ``at_shutdown`` -- tools/profiler; ``set_error_dispatch`` and
 ``error_handlers`` -- tools/debug/handlers.py (``ps.push_error_handler``);
 ``set_distributed`` -- streamrt.distributed (``connect``/``close``);
-``set_array_namespace`` -- the public API (``streamrt/__init__.py``)."""
+``set_array_namespace`` -- the public API (``streamrt/__init__.py``);
+``set_ufunc_loop`` -- frontend/native.py (the C path)."""
 from __future__ import annotations
 
 # ---- debugger ------------------------------------------------------------------------------
@@ -41,9 +42,21 @@ on_error = None
 # -> the executor a flush runs on, and ``wait_all()`` (ps.sync waits for the cluster too)
 distributed = None
 
+# ---- the C path ----------------------------------------------------------------------------
+# (ufunc, args tuple, out ndarray) -> out, or None when not taken: the ufunc's own loop into
+# ``out``, cut over two threads when long (frontend/native.py sets it when the C path is built;
+# backends/base.py's interpreter calls it, NumPy's call when None)
+ufunc_loop = None
+
 # ---- public API ----------------------------------------------------------------------------
 # () -> the Array API namespace module (Array.__array_namespace__)
 array_namespace = None
+
+
+def set_ufunc_loop(f):
+    """The C path's ufunc-into call (None: NumPy's call)."""
+    global ufunc_loop
+    ufunc_loop = f
 
 
 def set_debugger(record=None, read=None, complete=None, keep=False):

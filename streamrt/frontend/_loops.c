@@ -268,6 +268,189 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
     return an >= 1 && an <= 2;
 }
 
+/* ---- the NumPy tier on two cores ----------------------------------------------------------
+ * A loop over ``split_min`` elements or more is cut in two: this thread runs the first part,
+ * a helper thread the second, both with the GIL released (NumPy's loops are called without
+ * it). The cut never changes a result: a call per row (the rows of a 2-D result are separate
+ * calls under NumPy too) is cut between rows; one call over all elements only for the
+ * ufuncs whose result does not depend on the path the loop takes (``path_independent``).
+ * The helper spins for a moment after a part (the next op of an interpreted kernel comes
+ * within microseconds), then sleeps on a condition variable; a part it has not started when
+ * this thread is done with its own is taken back and run here, so a helper descheduled by
+ * the OS costs no more than the serial loop. One caller at a time (``split_busy``): another
+ * thread's loop meanwhile runs serially. The floating-point exceptions the helper's part
+ * raised are handed back and merged with this thread's. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+Py_ssize_t split_min = 0;               /* 0: off (settings.split_elements, native.py) */
+int split_wait = 0;                     /* 1: never take the helper's part back (tests) */
+long long n_split;                      /* loops cut in two */
+
+typedef struct {
+    PyUFuncGenericFunction loop;
+    void *data;
+    char *ptr[3];
+    npy_intp steps[3], outer[3], count, nrows;
+    int nops;
+} Part;
+
+static Part part;
+static atomic_int part_state;           /* 0 none, 1 posted, 2 taken, 3 done */
+static atomic_int split_busy;
+static int part_fpe, helper_up, helper_failed;
+static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t part_cv = PTHREAD_COND_INITIALIZER;
+#define SPIN_NS 100000                  /* the helper spins this long after a part */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void run_part(Part *t) {
+    char *ptr[3];
+    memcpy(ptr, t->ptr, sizeof ptr);
+    for (npy_intp r = 0; r < t->nrows; r++) {
+        t->loop(ptr, &t->count, t->steps, t->data);
+        for (int k = 0; k < t->nops; k++)
+            ptr[k] += t->outer[k];
+    }
+}
+
+static void *helper_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        if (atomic_load(&part_state) != 1) {
+            long long until = now_ns() + SPIN_NS;
+            int spins = 0;
+            while (atomic_load(&part_state) != 1) {
+                cpu_relax();
+                if (++spins % 256 == 0 && now_ns() > until) {
+                    pthread_mutex_lock(&part_mu);
+                    while (atomic_load(&part_state) != 1)
+                        pthread_cond_wait(&part_cv, &part_mu);
+                    pthread_mutex_unlock(&part_mu);
+                    break;
+                }
+            }
+        }
+        int expect = 1;
+        if (!atomic_compare_exchange_strong(&part_state, &expect, 2))
+            continue;                   /* (taken back by the caller) */
+        clear_fpe();
+        run_part(&part);
+        part_fpe = fetestexcept(DIRECT_FPE);
+        if (part_fpe)
+            feclearexcept(DIRECT_FPE);
+        atomic_store(&part_state, 3);
+    }
+    return NULL;
+}
+
+static void split_after_fork(void) {    /* the child has no helper thread */
+    helper_up = 0;
+    atomic_store(&part_state, 0);
+    atomic_store(&split_busy, 0);
+    pthread_mutex_init(&part_mu, NULL);
+    pthread_cond_init(&part_cv, NULL);
+}
+
+/* Start the helper (with the GIL held, once): 0 when it cannot be started. */
+static int split_ready(void) {
+    if (helper_up)
+        return 1;
+    if (helper_failed)
+        return 0;
+    static int registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, split_after_fork);
+        registered = 1;
+    }
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, helper_main, NULL) != 0) {
+        helper_failed = 1;
+        pthread_attr_destroy(&at);
+        return 0;
+    }
+    pthread_attr_destroy(&at);
+    helper_up = 1;
+    return 1;
+}
+
+/* The loop over ``o`` (``nops`` operands), ``nrows`` calls of ``count`` elements, cut in two
+ * and run on this thread and the helper (the GIL already released): the helper part's
+ * floating-point exceptions in ``*fpe``. 0 when not cut (the caller runs it serially). */
+static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int nops,
+                     npy_intp count, npy_intp nrows, int whole_ok, int *fpe) {
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&split_busy, &expect, 1))
+        return 0;
+    Part mine;
+    mine.loop = part.loop = loop;
+    mine.data = part.data = data;
+    mine.nops = part.nops = nops;
+    memcpy(mine.steps, o->steps, sizeof mine.steps);
+    memcpy(mine.outer, o->outer, sizeof mine.outer);
+    memcpy(part.steps, o->steps, sizeof part.steps);
+    memcpy(part.outer, o->outer, sizeof part.outer);
+    memcpy(mine.ptr, o->ptr, sizeof mine.ptr);
+    if (nrows >= 2) {                   /* between rows */
+        npy_intp h = nrows / 2;
+        mine.count = part.count = count;
+        mine.nrows = h;
+        part.nrows = nrows - h;
+        for (int k = 0; k < nops; k++)
+            part.ptr[k] = o->ptr[k] + h * o->outer[k];
+    } else if (whole_ok) {              /* one call: at a multiple of 64 elements */
+        npy_intp h = (count / 2) & ~(npy_intp)63;
+        if (h == 0) {
+            atomic_store(&split_busy, 0);
+            return 0;
+        }
+        mine.nrows = part.nrows = 1;
+        mine.count = h;
+        part.count = count - h;
+        for (int k = 0; k < nops; k++)
+            part.ptr[k] = o->ptr[k] + h * o->steps[k];
+    } else {
+        atomic_store(&split_busy, 0);
+        return 0;
+    }
+    part_fpe = 0;
+    atomic_store(&part_state, 1);
+    pthread_mutex_lock(&part_mu);
+    pthread_cond_signal(&part_cv);
+    pthread_mutex_unlock(&part_mu);
+    run_part(&mine);
+    expect = 1;
+    if (!split_wait && atomic_compare_exchange_strong(&part_state, &expect, 2)) {
+        run_part(&part);                /* (the helper had not started it) */
+        *fpe = 0;
+    } else {
+        while (atomic_load(&part_state) != 3)
+            cpu_relax();
+        *fpe = part_fpe;
+    }
+    atomic_store(&part_state, 0);
+    atomic_store(&split_busy, 0);
+    n_split++;
+    return 1;
+}
+
 /* ``a @ b`` of 1-D or 2-D float arrays of one dtype: matmul's own loop, called as NumPy calls
  * it for operands without stacked dimensions -- one outer iteration, the core dimensions
  * (m, n, p) with a missing one (a vector's) of size 1 and step 0 -- into a new C-ordered
@@ -446,14 +629,18 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     PyUFuncGenericFunction loop = uf->functions[i];
     void *data = uf->data == NULL ? NULL : uf->data[i];
     npy_intp count = rows ? dims[1] : size, nrows = rows ? dims[0] : 1;
+    int cut = split_min > 0 && size >= split_min && (nrows >= 2 || path_independent(uf)) &&
+        split_ready(), hfpe = 0;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     clear_fpe();
-    for (npy_intp r = 0; r < nrows; r++) {
-        loop(o.ptr, &count, o.steps, data);
-        for (Py_ssize_t k = 0; k <= n; k++)
-            o.ptr[k] += o.outer[k];
+    if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, 1, &hfpe)) {
+        for (npy_intp r = 0; r < nrows; r++) {
+            loop(o.ptr, &count, o.steps, data);
+            for (Py_ssize_t k = 0; k <= n; k++)
+                o.ptr[k] += o.outer[k];
+        }
     }
-    int fpe = loop_end(ts);
+    int fpe = loop_end(ts) | hfpe;
     if (into != NULL) {
         /* written in place, as NumPy's call would have; its report of the exceptions */
         n_direct++;

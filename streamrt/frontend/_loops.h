@@ -18,5 +18,8 @@ PyObject *direct_reduce(PyObject *fn, PyObject *x);
 int direct_setitem(PyObject *base, PyObject *key, PyObject *value);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
+extern Py_ssize_t split_min;     /* loops this long or longer run on two threads (0: never) */
+extern long long n_split;       /* loops cut in two */
+extern int split_wait;          /* 1: the helper runs its part, never taken back (tests) */
 
 #endif

@@ -2454,7 +2454,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 8
+#define NATIVE_ABI 9
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -2482,6 +2482,47 @@ static PyObject *eager_count(PyObject *mod, PyObject *reset) {
     long long n = n_eager;
     if (PyObject_IsTrue(reset))
         n_eager = 0;
+    return PyLong_FromLongLong(n);
+}
+
+/* ufunc_into(uf, args, out): ``uf(*args, out=out)`` by the ufunc's own loop (_loops.c), cut
+ * over two threads when long (split_min): ``out``, or None when the call is not one _loops.c
+ * takes (the caller then calls NumPy). The interpreter's calls (backends/base.py) are not
+ * counted as the NumPy tier's ops. */
+static PyObject *py_ufunc_into(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "ufunc_into(uf, args: tuple, out)");
+        return NULL;
+    }
+    long long saved = n_direct;
+    PyObject *r = direct_ufunc(args[0], &PyTuple_GET_ITEM(args[1], 0),
+                               PyTuple_GET_SIZE(args[1]), args[2]);
+    n_direct = saved;
+    if (r == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return r;
+}
+
+static PyObject *split_config(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "split_config(n, wait=False)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    int wait = nargs == 2 ? PyObject_IsTrue(args[1]) : 0;
+    if (wait < 0)
+        return NULL;
+    split_min = n < 0 ? 0 : n;
+    split_wait = wait;
+    Py_RETURN_NONE;
+}
+
+static PyObject *split_count(PyObject *mod, PyObject *reset) {
+    long long n = n_split;
+    if (PyObject_IsTrue(reset))
+        n_split = 0;
     return PyLong_FromLongLong(n);
 }
 
@@ -2712,6 +2753,13 @@ static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unu
 }
 
 static PyMethodDef methods[] = {
+    {"ufunc_into", (PyCFunction)(void (*)(void))py_ufunc_into, METH_FASTCALL,
+     "ufunc_into(uf, args, out): uf(*args, out=out) by its own loop, cut over two threads "
+     "when long; out, or None when not taken (NumPy's call then runs)."},
+    {"split_config", (PyCFunction)(void (*)(void))split_config, METH_FASTCALL,
+     "split_config(n, wait=False): loops of n elements or more run on two threads (0: never); "
+     "wait: the helper always runs its part (tests: deterministic), never taken back."},
+    {"split_count", split_count, METH_O, "split_count(reset): loops cut over two threads."},
     {"direct_count", direct_count, METH_O, "direct_count(reset): NumPy-tier ufunc calls whose "
      "loop the C path called itself (_loops.c)."},
     {"eager_count", eager_count, METH_O, "eager_count(reset): ops the C path ran on the NumPy "

@@ -8,6 +8,7 @@ changes. ``ps.runtime_stats()["native_record"]`` says which path records."""
 from __future__ import annotations
 
 import contextlib
+import os
 import functools
 import warnings
 
@@ -19,7 +20,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 8     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 9     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -96,9 +97,47 @@ def install(enqueue_plain):
     _native.install_finalizer()       # (the slot the type's __del__ fills, set to C directly)
     _native.install_slots()           # (the operators' number slots, set to C directly: last)
     config.listeners.append(_native.settings_changed)
+    config.listeners.append(_split_changed)
+    _split_changed()
+    hooks.set_ufunc_loop(_native.ufunc_into)
     cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
     return _native.enqueue            # (ports the Python path builds, queued in C)
+
+
+_split_wait = False
+
+
+def _split_changed():
+    """STREAMRT_SPLIT_ELEMENTS to the C path (off on one CPU: no second core to run on)."""
+    n = settings.split_elements if _cpus() > 1 else 0
+    _native.split_config(max(int(n), 0), _split_wait)
+
+
+@contextlib.contextmanager
+def split_helper_always():
+    """Tests: every cut loop's second part is run by the helper thread (never taken back by
+    the caller when the helper is slow to start), so that what the helper does is checked."""
+    global _split_wait
+    _split_wait = True
+    _split_changed()
+    try:
+        yield
+    finally:
+        _split_wait = False
+        _split_changed()
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0))     # (the CPUs this process may run on)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def split_count(reset=False) -> int:
+    """Element-wise loops the NumPy tier ran on two threads (_loops.c ``run_split``)."""
+    return _native.split_count(reset) if _native is not None and _installed else 0
 
 
 def count(reset=False) -> int:
@@ -170,12 +209,14 @@ def _stats(snapshot):
     snapshot["ops_recorded_native"] = count()
     snapshot["ops_eager"] = tiers.counts() + eager_count()      # (the NumPy tier: Python + C)
     snapshot["ops_eager_direct"] = direct_count()               # (of those: NumPy's loop called)
+    snapshot["loops_split"] = split_count()                     # (NumPy's loops on two threads)
 
 
 def _reset():
     count(reset=True)
     eager_count(reset=True)
     direct_count(reset=True)
+    split_count(reset=True)
     tiers.reset_counts()
 
 
