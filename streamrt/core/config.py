@@ -43,7 +43,7 @@ FLAGS = {
                            "and whose inputs and result have fewer elements than this runs at "
                            "once through NumPy instead of being recorded for fusion (0: record "
                            "every op)"),
-    "split_elements": Flag("STREAMRT_SPLIT_ELEMENTS", 1 << 15, int,
+    "split_elements": Flag("STREAMRT_SPLIT_ELEMENTS", 1 << 16, int,
                            "The NumPy tier on two cores: an element-wise op over this many "
                            "elements or more, run through NumPy (an interpreted kernel's op, "
                            "an op at once), runs NumPy's loop on two threads, half each "
