@@ -14,6 +14,7 @@ from helpers import assert_same, child_env
 import streamrt as ps
 from streamrt.backends.numba_cpu import jit
 from streamrt.backends.numba_cpu.executor import CPUExecutor
+from streamrt.core import hooks
 
 N = 1 << 18          # large enough to be recorded (not the NumPy tier), small enough to be quick
 
@@ -254,16 +255,33 @@ def test_the_speed_up_estimate_counts_the_memory_traffic_fusion_saves(monkeypatc
     monkeypatch.setattr(CPUExecutor, "launch", spy)
     rng = np.random.default_rng(3)
     a, b, c = (ps.asarray(rng.random(N)) for _ in range(3))
-    (a + b + c).numpy()
-    ((a * 2.0 + 1.0) * 3.0 - 4.0).numpy()
-    (ps.exp(a)).numpy()
-    a.sum().numpy()
-    (three, chain, one, red) = seen[-4:]
-    assert three[0] == pytest.approx(12 / 8)      # 2 ops x 3 arrays / (3 loads + 1 store)
-    assert chain[0] == pytest.approx(8 / 2)       # 4 ops x 2 arrays / (1 + 1)
-    assert chain[1] == pytest.approx(4 * jit.PARALLEL_GAIN)
-    assert one == (1.0, 1.0)                      # nothing fused: not even the cores count
-    assert red[1] == pytest.approx(red[0] * jit.PARALLEL_GAIN)  # (a reduction splits over them)
+    from streamrt.core.config import settings
+    old = settings.split_elements
+    ps.sync()
+    ps.config.set(split_elements=0)     # (process-wide: the kernels may run on another thread)
+    try:
+        (a + b + c).numpy()
+        ((a * 2.0 + 1.0) * 3.0 - 4.0).numpy()
+        (ps.exp(a)).numpy()
+        a.sum().numpy()
+        (three, chain, one, red) = seen[-4:]
+        assert three[0] == pytest.approx(12 / 8)      # 2 ops x 3 arrays / (3 loads + 1 store)
+        assert chain[0] == pytest.approx(8 / 2)       # 4 ops x 2 arrays / (1 + 1)
+        assert chain[1] == pytest.approx(4 * jit.PARALLEL_GAIN)
+        assert one == (1.0, 1.0)                      # nothing fused: not even the cores count
+        assert red[1] == pytest.approx(red[0] * jit.PARALLEL_GAIN)  # (a reduction: over them)
+        if hooks.ufunc_loop is not None and jit.PARALLEL_GAIN > 1.0:
+            # interpreted ops cut over two threads: the cores are no gain, but for a reduction
+            ps.sync()
+            ps.config.set(split_elements=N // 2)
+            ((a * 2.0 + 1.0) * 3.0 - 5.0).numpy()
+            (a * 3.0).sum().numpy()
+            chain, red = seen[-2:]
+            assert chain == (pytest.approx(4.0), pytest.approx(4.0))
+            assert red[1] == pytest.approx(red[0] * jit.PARALLEL_GAIN)
+    finally:
+        ps.sync()
+        ps.config.set(split_elements=old)
 
 
 @pytest.mark.parametrize("compiled_slower", [True, False])

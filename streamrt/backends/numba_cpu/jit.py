@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 
-from ...core import atfork, stats
+from ...core import atfork, hooks, stats
 from ...core.config import settings
 from ...core.ops import OPS
 from . import program_cache
@@ -155,7 +155,8 @@ def speedup(prog, serial) -> float:
     """The estimated speed-up of the fused kernel over its ops run one by one by NumPy: the
     memory traffic it saves -- each op of the interpreted run reads its array operands and
     writes its result; the kernel reads its loads and writes its stores once -- and, for the
-    parallel variant, PARALLEL_GAIN (not for a kernel that fuses nothing but a reduction).
+    parallel variant, PARALLEL_GAIN (not for a kernel that fuses nothing but a reduction, nor
+    for one whose interpreted ops run on both cores already: ``_cut``).
     (It was the op count times the cores: a two-op kernel over 4M elements, NumPy's passes already halved by its temporary elision, was rated 4x and
     ran 1.1x; its gain made the next process load Numba for nothing.)"""
     k = prog.kernel
@@ -172,9 +173,18 @@ def speedup(prog, serial) -> float:
         # elements: 1.1 ms compiled on two cores, 0.39 ms NumPy): the cores alone are not
         # counted (a reduction keeps them: its kernel splits the sum over the cores)
         return 1.0
-    if not serial:
+    if not serial and not _cut(prog):
         s *= PARALLEL_GAIN
     return max(s, 1.0)
+
+
+def _cut(prog) -> bool:
+    """Whether the interpreted ops of kernel ``prog`` run on both cores themselves (their
+    loops cut over the C path's helper thread: core/hooks.ufunc_loop, STREAMRT_SPLIT_ELEMENTS;
+    a reduction is not cut): then the compiled kernel's cores are no gain over them."""
+    n, k = settings.split_elements, prog.kernel
+    return k is not None and hooks.ufunc_loop is not None and 0 < n <= k.elements and \
+        PARALLEL_GAIN > 1.0 and not any(p.kind == "reduce" for p in prog.ops)
 
 
 def interpreted_estimate(prog) -> float:
