@@ -550,3 +550,25 @@ def test_a_forked_child_cuts_loops_too():
                 pytest.fail("the forked child hung")
             time.sleep(0.01)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@two_cpus
+def test_loops_stay_on_one_thread_while_a_compile_runs(monkeypatch):
+    """While the compile worker runs (jit.in_flight), an interpreted kernel's loops are not
+    cut: the worker needs the second core. Its values are the same."""
+    from streamrt.backends.numba_cpu import jit
+    from streamrt.core.config import settings
+    x0 = np.linspace(0.0, 1.0, 1 << 18)
+    old = settings.jit
+    ps.sync()
+    ps.config.set(jit="off")
+    try:
+        for busy in (1, 0):
+            monkeypatch.setattr(jit, "in_flight", lambda busy=busy: busy)
+            X = ps.asarray(x0)
+            before = _splits()
+            _same((X * 2.0 + 1.0) * X, (x0 * 2.0 + 1.0) * x0)
+            assert (_splits() > before) == (not busy)
+    finally:
+        ps.sync()
+        ps.config.set(jit=old)

@@ -340,13 +340,14 @@ def _refop(p, args):
     return r if r.shape == tuple(p.shape) else r.reshape(p.shape)
 
 
-def ufunc_into(p, out):
+def ufunc_into(p, out, cut=True):
     """``p`` (a map op whose NumPy definition is a ufunc) computed into ``out``; False when
     it is not such an op, or its operands are not all of its loop dtype (the definition
     computes in the loop dtype, then casts: run_refop). A result of another dtype than the
     loop's (a comparison's bool) only by the ufunc's own loop for those types (hooks.ufunc_loop,
     the C path: exactly NumPy's loop, which makes that dtype). Its floating-point flags are
-    the caller's to set (``interpret``: ignored, as run_refop's)."""
+    the caller's to set (``interpret``: ignored, as run_refop's). ``cut``: a long loop may run
+    on two threads (hooks.ufunc_loop)."""
     if p.kind != "map":
         return False
     op = OPS[p.op]
@@ -359,7 +360,7 @@ def ufunc_into(p, out):
         if isinstance(a, (np.ndarray, np.generic)) and a.dtype != ld:
             return False
     f = hooks.ufunc_loop
-    if f is not None and type(out) is np.ndarray and f(uf, tuple(args), out) is not None:
+    if f is not None and type(out) is np.ndarray and f(uf, tuple(args), out, cut) is not None:
         return True
     if ld != p.dtype:
         return False
@@ -412,7 +413,7 @@ def region_values(ops, regions, keep, alias):
     return out
 
 
-def interpret(ops, keep, regions, alias, alloc, dying=()):
+def interpret(ops, keep, regions, alias, alloc, dying=(), cut=True):
     """Each of ``ops`` through NumPy, in order (its reference definition), into the buffers
     a kernel would have written: the CPU executor's interpreted kernels and the statements
     the C-Scheduler runs at once (runtime/cscheduler.py ``_run_statement``). ``keep``: the
@@ -425,7 +426,9 @@ def interpret(ops, keep, regions, alias, alloc, dying=()):
     ready, see ``region_values``; ``alloc(shape, dtype)``: a new buffer. ``dying``: the ids
     of inputs computed before whose buffers nothing else reads (core/ir.py ``dying_buffer``:
     the C-Scheduler's ``_dying``, the CPU executor's ``_last_read``): temporaries too,
-    dropped after their last use here."""
+    dropped after their last use here. ``cut``: long element-wise loops may run on two
+    threads (hooks.ufunc_loop; the CPU executor says no while a compile worker needs the
+    second core)."""
     mine = {p.id for p in ops}
     if dying:
         mine.update(dying)
@@ -436,12 +439,12 @@ def interpret(ops, keep, regions, alias, alloc, dying=()):
     into_region = region_values(ops, regions, keep, alias) if regions else {}
     # an element-wise op this long gets its result buffer first: its loop then runs on two
     # threads (hooks.ufunc_loop) where NumPy's call would make the result itself
-    big = settings.split_elements if hooks.ufunc_loop is not None else 0
+    big = settings.split_elements if hooks.ufunc_loop is not None and cut else 0
     with np.errstate(all="ignore"):         # (once: entering it costs ~0.7 us)
-        _interpret(ops, keep, alloc, mine, last, into_region, regions, big or -1)
+        _interpret(ops, keep, alloc, mine, last, into_region, regions, big or -1, cut)
 
 
-def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=-1):
+def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=-1, cut=True):
     written = set()
     for n, p in enumerate(ops):
         dead = [i for i in p.inputs
@@ -450,11 +453,11 @@ def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=-1):
             if p.inputs[1].id not in written:
                 off, shape, st = p.params
                 strided(p.value, off, shape, st)[...] = ref_value(p.inputs[1])
-        elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r):
+        elif (r := into_region.get(p.id)) is not None and ufunc_into(p, r, cut):
             p.value = r                     # (computed straight into the region)
             written.add(p.id)
         elif (into := p.value if p.value is not None else _result(p, dead, big)) \
-                is None or not ufunc_into(p, into):
+                is None or not ufunc_into(p, into, cut):
             r = _refop(p, [ref_value(i) for i in p.inputs])
             if p.value is None and type(r) is np.ndarray and r.flags.c_contiguous and \
                     r.dtype == p.dtype and r.shape == tuple(p.shape) and _own(r, p):

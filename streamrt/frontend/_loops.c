@@ -286,6 +286,7 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
 
 Py_ssize_t split_min = 0;               /* 0: off (settings.split_elements, native.py) */
 int split_wait = 0;                     /* 1: never take the helper's part back (tests) */
+_Thread_local int split_paused;         /* 1: this thread's loops are not cut (ufunc_into) */
 long long n_split;                      /* loops cut in two */
 
 typedef struct {
@@ -302,7 +303,7 @@ static atomic_int split_busy;
 static int part_fpe, helper_up, helper_failed;
 static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t part_cv = PTHREAD_COND_INITIALIZER;
-#define SPIN_NS 100000                  /* the helper spins this long after a part */
+#define SPIN_NS 50000                   /* the helper spins this long after a part */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -629,7 +630,8 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     PyUFuncGenericFunction loop = uf->functions[i];
     void *data = uf->data == NULL ? NULL : uf->data[i];
     npy_intp count = rows ? dims[1] : size, nrows = rows ? dims[0] : 1;
-    int cut = split_min > 0 && size >= split_min && (nrows >= 2 || path_independent(uf)) &&
+    int cut = !split_paused && split_min > 0 && size >= split_min &&
+        (nrows >= 2 || path_independent(uf)) &&
         split_ready(), hfpe = 0;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     clear_fpe();

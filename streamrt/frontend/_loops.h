@@ -21,5 +21,6 @@ extern long long n_direct;      /* calls whose loop ran there */
 extern Py_ssize_t split_min;     /* loops this long or longer run on two threads (0: never) */
 extern long long n_split;       /* loops cut in two */
 extern int split_wait;          /* 1: the helper runs its part, never taken back (tests) */
+extern _Thread_local int split_paused;  /* 1: this thread's loops are not cut */
 
 #endif

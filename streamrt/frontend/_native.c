@@ -2485,18 +2485,23 @@ static PyObject *eager_count(PyObject *mod, PyObject *reset) {
     return PyLong_FromLongLong(n);
 }
 
-/* ufunc_into(uf, args, out): ``uf(*args, out=out)`` by the ufunc's own loop (_loops.c), cut
- * over two threads when long (split_min): ``out``, or None when the call is not one _loops.c
- * takes (the caller then calls NumPy). The interpreter's calls (backends/base.py) are not
+/* ufunc_into(uf, args, out, cut=True): ``uf(*args, out=out)`` by the ufunc's own loop
+ * (_loops.c), cut over two threads when long (split_min) and ``cut``: ``out``, or None when
+ * the call is not one _loops.c takes (the caller then calls NumPy). The interpreter's calls (backends/base.py) are not
  * counted as the NumPy tier's ops. */
 static PyObject *py_ufunc_into(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyTuple_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "ufunc_into(uf, args: tuple, out)");
+    if (nargs < 3 || nargs > 4 || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "ufunc_into(uf, args: tuple, out, cut=True)");
         return NULL;
     }
+    int cut = nargs == 4 ? PyObject_IsTrue(args[3]) : 1;
+    if (cut < 0)
+        return NULL;
     long long saved = n_direct;
+    split_paused = !cut;
     PyObject *r = direct_ufunc(args[0], &PyTuple_GET_ITEM(args[1], 0),
                                PyTuple_GET_SIZE(args[1]), args[2]);
+    split_paused = 0;
     n_direct = saved;
     if (r == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
@@ -2754,8 +2759,8 @@ static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unu
 
 static PyMethodDef methods[] = {
     {"ufunc_into", (PyCFunction)(void (*)(void))py_ufunc_into, METH_FASTCALL,
-     "ufunc_into(uf, args, out): uf(*args, out=out) by its own loop, cut over two threads "
-     "when long; out, or None when not taken (NumPy's call then runs)."},
+     "ufunc_into(uf, args, out, cut=True): uf(*args, out=out) by its own loop, cut over two "
+     "threads when long and cut; out, or None when not taken (NumPy's call then runs)."},
     {"split_config", (PyCFunction)(void (*)(void))split_config, METH_FASTCALL,
      "split_config(n, wait=False): loops of n elements or more run on two threads (0: never); "
      "wait: the helper always runs its part (tests: deterministic), never taken back."},

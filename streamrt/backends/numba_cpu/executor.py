@@ -197,8 +197,10 @@ class CPUExecutor(Executor):
                 regions.add(a.port.id)
                 if a.role == "alias":
                     alias.add(a.port.id)
+        # (the loops stay on this thread while the compile worker runs: it needs the other
+        # core -- cut, a stencil's kernel compiled 2-5 s later, or not within 6 s)
         interpret(ops, {p.id for p in prog.outputs}, regions, alias, self.alloc,
-                  _last_read(prog))
+                  _last_read(prog), cut=jit.in_flight() == 0)
 
     def describe(self, prog):
         """The kernel's argument types as _run_kernel passes them (jit.py's compile worker
