@@ -303,7 +303,7 @@ static atomic_int split_busy;
 static int part_fpe, helper_up, helper_failed;
 static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t part_cv = PTHREAD_COND_INITIALIZER;
-#define SPIN_NS 50000                   /* the helper spins this long after a part */
+#define SPIN_NS 200000                  /* the helper spins this long after a part */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
