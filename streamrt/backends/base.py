@@ -438,13 +438,19 @@ def interpret(ops, keep, regions, alias, alloc, dying=(), cut=True):
             last[i.id] = n
     into_region = region_values(ops, regions, keep, alias) if regions else {}
     # an element-wise op this long gets its result buffer first: its loop then runs on two
-    # threads (hooks.ufunc_loop) where NumPy's call would make the result itself
-    big = settings.split_elements if hooks.ufunc_loop is not None and cut else 0
+    # threads where NumPy's call would make the result itself
+    big = split_limit(cut)
     with np.errstate(all="ignore"):         # (once: entering it costs ~0.7 us)
-        _interpret(ops, keep, alloc, mine, last, into_region, regions, big or -1, cut)
+        _interpret(ops, keep, alloc, mine, last, into_region, regions, big, cut)
 
 
-def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=-1, cut=True):
+def split_limit(cut=True) -> int:
+    """The elements from which an interpreted element-wise op's loop runs on two threads
+    (the C path's hooks.ufunc_loop, STREAMRT_SPLIT_ELEMENTS); 0: never."""
+    return settings.split_elements if cut and hooks.ufunc_loop is not None else 0
+
+
+def _interpret(ops, keep, alloc, mine, last, into_region, regions, big=0, cut=True):
     written = set()
     for n, p in enumerate(ops):
         dead = [i for i in p.inputs

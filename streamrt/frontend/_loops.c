@@ -393,43 +393,30 @@ static int split_ready(void) {
 }
 
 /* The loop over ``o`` (``nops`` operands), ``nrows`` calls of ``count`` elements, cut in two
- * and run on this thread and the helper (the GIL already released): the helper part's
- * floating-point exceptions in ``*fpe``. 0 when not cut (the caller runs it serially). */
+ * (between rows; one call only where the caller found the ufunc path-independent) and run on
+ * this thread and the helper (the GIL already released): the helper part's floating-point
+ * exceptions in ``*fpe``. 0 when not cut (the caller runs it serially). */
 static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int nops,
-                     npy_intp count, npy_intp nrows, int whole_ok, int *fpe) {
+                     npy_intp count, npy_intp nrows, int *fpe) {
+    npy_intp h = nrows >= 2 ? nrows / 2 : (count / 2) & ~(npy_intp)63;
     int expect = 0;
-    if (!atomic_compare_exchange_strong(&split_busy, &expect, 1))
+    if (h == 0 || !atomic_compare_exchange_strong(&split_busy, &expect, 1))
         return 0;
-    Part mine;
-    mine.loop = part.loop = loop;
-    mine.data = part.data = data;
-    mine.nops = part.nops = nops;
+    Part mine = {loop, data, {NULL}, {0}, {0}, count, nrows, nops};
+    memcpy(mine.ptr, o->ptr, sizeof mine.ptr);
     memcpy(mine.steps, o->steps, sizeof mine.steps);
     memcpy(mine.outer, o->outer, sizeof mine.outer);
-    memcpy(part.steps, o->steps, sizeof part.steps);
-    memcpy(part.outer, o->outer, sizeof part.outer);
-    memcpy(mine.ptr, o->ptr, sizeof mine.ptr);
+    part = mine;
     if (nrows >= 2) {                   /* between rows */
-        npy_intp h = nrows / 2;
-        mine.count = part.count = count;
         mine.nrows = h;
         part.nrows = nrows - h;
         for (int k = 0; k < nops; k++)
-            part.ptr[k] = o->ptr[k] + h * o->outer[k];
-    } else if (whole_ok) {              /* one call: at a multiple of 64 elements */
-        npy_intp h = (count / 2) & ~(npy_intp)63;
-        if (h == 0) {
-            atomic_store(&split_busy, 0);
-            return 0;
-        }
-        mine.nrows = part.nrows = 1;
+            part.ptr[k] += h * o->outer[k];
+    } else {                            /* one call: at a multiple of 64 elements */
         mine.count = h;
         part.count = count - h;
         for (int k = 0; k < nops; k++)
-            part.ptr[k] = o->ptr[k] + h * o->steps[k];
-    } else {
-        atomic_store(&split_busy, 0);
-        return 0;
+            part.ptr[k] += h * o->steps[k];
     }
     part_fpe = 0;
     atomic_store(&part_state, 1);
@@ -635,7 +622,7 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
         split_ready(), hfpe = 0;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     clear_fpe();
-    if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, 1, &hfpe)) {
+    if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, &hfpe)) {
         for (npy_intp r = 0; r < nrows; r++) {
             loop(o.ptr, &count, o.steps, data);
             for (Py_ssize_t k = 0; k <= n; k++)

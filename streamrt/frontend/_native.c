@@ -2487,8 +2487,8 @@ static PyObject *eager_count(PyObject *mod, PyObject *reset) {
 
 /* ufunc_into(uf, args, out, cut=True): ``uf(*args, out=out)`` by the ufunc's own loop
  * (_loops.c), cut over two threads when long (split_min) and ``cut``: ``out``, or None when
- * the call is not one _loops.c takes (the caller then calls NumPy). The interpreter's calls (backends/base.py) are not
- * counted as the NumPy tier's ops. */
+ * the call is not one _loops.c takes (the caller then calls NumPy). The interpreter's calls
+ * (backends/base.py) are not counted as the NumPy tier's ops. */
 static PyObject *py_ufunc_into(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 3 || nargs > 4 || !PyTuple_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "ufunc_into(uf, args: tuple, out, cut=True)");

@@ -12,6 +12,7 @@ import pytest
 
 import streamrt as ps
 from helpers import child_env
+from streamrt.frontend import native
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))   # (the checkout tested)
@@ -70,6 +71,44 @@ def test_work_after_fork(jit, n):
     assert out["first"] == 2.0 * n and out["child"] == 3.0 * n and out["pending"] == 5.0 * n
     assert out["small"] == 30.0 and out["after"] == 4.0 * n
     assert abs(out["loop"] - n * 0.6487212707001282) < 1e-6 * n
+
+
+CUT = r"""
+import json, os, sys
+import numpy as np
+import streamrt as ps
+x0 = np.linspace(0.0, 1.0, 8192)
+x = ps.asarray(x0)
+out = {"parent": bool(np.array_equal(np.asarray(x + x), x0 + x0))}   # the helper thread starts
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    from streamrt.frontend import native
+    os.close(r)
+    before = ps.runtime_stats()["loops_split"]
+    with native.split_helper_always():      # (the helper must run its part: a dead one hangs)
+        res = {"child": bool(np.array_equal(np.asarray(x * 2.0 + x), x0 * 2.0 + x0)),
+               "cut": ps.runtime_stats()["loops_split"] - before}
+    os.write(w, json.dumps(res).encode())
+    os._exit(0)
+os.close(w)
+_, st = os.waitpid(pid, 0)
+out.update(json.loads(os.read(r, 1 << 16).decode() or "{}"), status=st,
+           cut_parent=ps.runtime_stats()["loops_split"])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not native.available() or native._cpus() < 2,
+                    reason="the loops are cut by the C extension, on two CPUs")
+def test_loops_cut_over_two_threads_after_fork():
+    """The C path's helper thread (frontend/_loops.c) does not survive fork(): the child
+    starts its own (made to run every part there, a child waiting on the parent's helper
+    would hang), its cut loops are right, and nothing hangs."""
+    out, _ = _run(CUT, timeout=60, STREAMRT_SPLIT_ELEMENTS="256", STREAMRT_EAGER_ELEMENTS="65536",
+                  STREAMRT_JIT="background")
+    assert out["status"] == 0 and out["parent"] and out["child"]
+    assert out["cut_parent"] > 0 and out["cut"] > 0
 
 
 POOLS = r"""

@@ -37,9 +37,10 @@ import sys
 import threading
 import time
 
-from ...core import atfork, hooks, stats
+from ...core import atfork, stats
 from ...core.config import settings
 from ...core.ops import OPS
+from ..base import split_limit
 from . import program_cache
 
 COLD, QUEUED, READY, FAILED, SLOWER = "cold", "queued", "ready", "failed", "slower"
@@ -180,11 +181,11 @@ def speedup(prog, serial) -> float:
 
 def _cut(prog) -> bool:
     """Whether the interpreted ops of kernel ``prog`` run on both cores themselves (their
-    loops cut over the C path's helper thread: core/hooks.ufunc_loop, STREAMRT_SPLIT_ELEMENTS;
-    a reduction is not cut): then the compiled kernel's cores are no gain over them."""
-    n, k = settings.split_elements, prog.kernel
-    return k is not None and hooks.ufunc_loop is not None and 0 < n <= k.elements and \
-        PARALLEL_GAIN > 1.0 and not any(p.kind == "reduce" for p in prog.ops)
+    loops cut over the C path's helper thread: base.split_limit; a reduction is not cut):
+    then the compiled kernel's cores are no gain over them."""
+    n, k = split_limit(), prog.kernel
+    return k is not None and 0 < n <= k.elements and PARALLEL_GAIN > 1.0 and \
+        not any(p.kind == "reduce" for p in prog.ops)
 
 
 def interpreted_estimate(prog) -> float:
