@@ -374,6 +374,44 @@ def test_a_small_statement_written_through_a_view_runs_through_numpy(tier):
     assert_same(C, e, rtol=1e-13)
 
 
+@pytest.mark.skipif(not native.available(), reason="the C record path is not built or is off")
+def test_a_line_whose_ops_ended_in_a_write_now_runs_them_at_once(stats):
+    """The ops of a line that ended in a statement NumPy ran at once (the test above) run on
+    the NumPy tier from then on past its size limit, as NumPy's own (CallSite.now, the C
+    path): the next rows record nothing and build no statement. Another line's large ops
+    over the same arrays are still recorded (they may fuse), and so are the marked line's
+    while the tier is off."""
+    m, n = 300, 400
+    c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    a0, b0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    e = c0.copy()
+
+    def rows(C, a, b, e, lo, hi):
+        for i in range(lo, hi):
+            C[:i] += 1.5 * ps.outer(a[:i], b)
+            e[:i] += 1.5 * np.outer(a0[:i], b0)
+
+    with ps.config.override(eager_elements=EAGER):
+        C, a, b = ps.asarray(c0), ps.asarray(a0), ps.asarray(b0)
+        C.numpy()
+        row = C[0]                                   # (a NumPy-tier view: the write is now)
+        rows(C, a, b, e, 200, 201)
+        st = stats()
+        assert st["ops_recorded"] == 3 and st["ops_eager"] >= 3
+        rows(C, a, b, e, 201, 240)
+        st2 = stats()
+        assert st2["ops_recorded"] == 3 and st2["ops_eager"] >= st["ops_eager"] + 3 * 39
+        assert_same(C, e, rtol=1e-13)
+        t = 1.5 * ps.outer(a[:250], b) + 1.0         # another line: recorded
+        assert stats()["ops_recorded"] == 5
+        assert_same(t, 1.5 * np.outer(a0[:250], b0) + 1.0, rtol=1e-15)
+    with ps.config.override(eager_elements=0):
+        rows(C, a, b, e, 240, 241)                   # the tier off: the line records again
+        assert stats()["ops_recorded"] > 5
+        assert_same(C, e, rtol=1e-13)
+    del row
+
+
 def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch):
     """``alpha * np.outer(a, b)`` in a statement written through a view: the outer product
     no Array holds any more is a temporary as NumPy sees one, and the product is computed

@@ -15,12 +15,16 @@ _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 class CallSite:
     """Identity of a recording call: code object + bytecode offset (the trace-key part) and,
     for messages, file, line and function. The line is computed from the offset on first use:
-    most call sites are only ever compared, never printed."""
+    most call sites are only ever compared, never printed. ``now``: the ops recorded here
+    ended in a write NumPy ran at once (runtime/cscheduler.py ``_run_statement``), so the
+    C path runs them on the NumPy tier past its size limit (frontend/_native.c ``now_limit``;
+    a C path site is one object per code and offset, so the mark stays with the line)."""
 
-    __slots__ = ("code", "lasti", "_lineno")
+    __slots__ = ("code", "lasti", "_lineno", "now")
 
     def __init__(self, code, lasti, lineno=None):
         self.code, self.lasti, self._lineno = code, lasti, lineno
+        self.now = False
 
     @property
     def lineno(self):
@@ -58,6 +62,23 @@ def _line_of(code, lasti):
 
 UNKNOWN = CallSite(None, -1, 0)
 _INTERNAL: dict = {}        # code object -> True when it belongs to streamrt or NumPy
+# user code object -> {offset: its CallSite}: one site object per line for the life of the
+# line (CallSite.now stays on it), shared with the C path (frontend/_native.c user_site)
+_SITES: dict = {}
+MAX_SITE_CODES = 4096
+
+
+def site_at(code, lasti):
+    """The CallSite of user code ``code`` at bytecode offset ``lasti`` (one object each)."""
+    per = _SITES.get(code)
+    if per is None:
+        if len(_SITES) >= MAX_SITE_CODES:
+            _SITES.clear()
+        per = _SITES[code] = {}
+    s = per.get(lasti)
+    if s is None:
+        s = per[lasti] = CallSite(code, lasti)
+    return s
 
 
 def _is_internal(code):
@@ -79,7 +100,7 @@ def callsite() -> CallSite:
         if internal is None:
             internal = _is_internal(c)
         if not internal:
-            return CallSite(c, f.f_lasti)
+            return site_at(c, f.f_lasti)
         f = f.f_back
     return UNKNOWN
 

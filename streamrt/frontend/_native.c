@@ -40,7 +40,7 @@ static Py_ssize_t A_port, A_value, A_base;
 static Py_ssize_t P_id, P_kind, P_op, P_dtype, P_shape, P_inputs, P_params, P_site, P_queue,
     P_value, P_state, P_error, P_nrefs, P_scalar, P_loop_dtype, P_ref, P_holders, P_captured,
     P_eager_views, P_counted;
-static Py_ssize_t S_code, S_lasti, S_lineno;
+static Py_ssize_t S_code, S_lasti, S_lineno, S_now;
 static Py_ssize_t Q_entries, Q_lock, Q_pending, Q_keyparts, Q_kports, Q_num, Q_recorded,
     Q_max_elements, Q_shape, Q_limit, Q_epoch, Q_follow, Q_fpos, Q_recording, Q_eager_limit;
 static PyObject *refs;           /* the NumPy tier: op name -> NumPy reference (ops.OPS.ref) */
@@ -51,6 +51,7 @@ static PyObject *elidable;       /* ops whose float result may reuse a dying ope
 static PyObject *s_out_kw;       /* ("out",) */
 static PyObject *materialize;    /* array._materialize: the port of a NumPy-tier Array */
 static long long n_eager;        /* ops the C path ran on the NumPy tier */
+static Py_ssize_t now_elements;  /* cscheduler.WRITE_NOW_ELEMENTS (configure) */
 static PyObject *ids;            /* itertools.count: port ids, shared with Port.__init__ */
 static PyObject *internal;       /* errors._INTERNAL: code -> True (streamrt/NumPy) / False */
 static PyObject *fast_memo;      /* array._FAST: (op, dtype, dtype-or-kind, reflected) -> dts */
@@ -105,6 +106,11 @@ static int slot_offset(PyTypeObject *tp, const char *name, Py_ssize_t *out) {
  * costs more than the rest of a lookup. */
 #define NCODES 8
 static struct { PyObject *code; PyObject *per; } codes[NCODES];
+/* Every user code object's sites by offset, behind those few (errors._SITES, shared with the
+ * Python path's errors.site_at): a site is one object for the life of its line (CallSite.now
+ * stays on it), up to MAXCODES code objects (errors.MAX_SITE_CODES). */
+static PyObject *user_codes;
+static Py_ssize_t maxcodes;
 
 /* The user's call site of the op being recorded, if the calling frame is user code known to
  * errors._INTERNAL (else NULL without an error: the Python path walks the frames). New ref. */
@@ -116,15 +122,24 @@ static PyObject *user_site(void) {
     size_t h = ((size_t)code >> 6) % NCODES;
     PyObject *per = codes[h].per;
     if (codes[h].code != (PyObject *)code) {
-        PyObject *intl = PyDict_GetItemWithError(internal, (PyObject *)code);
-        if (intl != Py_False) {          /* streamrt's own code, or not seen yet */
-            Py_DECREF(code);
-            return NULL;
-        }
-        per = PyDict_New();
-        if (per == NULL) {
-            Py_DECREF(code);
-            return NULL;
+        per = PyDict_GetItemWithError(user_codes, (PyObject *)code);
+        if (per != NULL) {
+            Py_INCREF(per);
+        } else {
+            PyObject *intl = PyErr_Occurred() ? NULL :
+                PyDict_GetItemWithError(internal, (PyObject *)code);
+            if (intl != Py_False) {          /* streamrt's own code, or not seen yet */
+                Py_DECREF(code);
+                return NULL;
+            }
+            if (PyDict_GET_SIZE(user_codes) >= maxcodes)
+                PyDict_Clear(user_codes);
+            per = PyDict_New();
+            if (per == NULL || PyDict_SetItem(user_codes, (PyObject *)code, per) < 0) {
+                Py_XDECREF(per);
+                Py_DECREF(code);
+                return NULL;
+            }
         }
         Py_XSETREF(codes[h].per, per);
         Py_XSETREF(codes[h].code, Py_NewRef((PyObject *)code));
@@ -142,6 +157,7 @@ static PyObject *user_site(void) {
             set_slot(s, S_code, codes[h].code);
             set_slot(s, S_lasti, li);
             set_slot(s, S_lineno, Py_None);
+            set_slot(s, S_now, Py_False);
             if (PyDict_SetItem(per, li, s) < 0)
                 Py_CLEAR(s);
         }
@@ -1128,11 +1144,32 @@ static inline PyObject *plain_scalar(PyObject *v) {
 static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *const *vals,
                                PyObject **hv, Py_ssize_t n, Py_ssize_t lim);
 
+static PyObject *eager_call_at(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                               Py_ssize_t n, Py_ssize_t lim);
+
 static PyObject *eager_call(PyObject **refslot, PyObject *name, PyObject *const *vals,
                             Py_ssize_t n) {
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
+    return eager_call_at(refslot, name, vals, n, lim);
+}
+
+/* The NumPy tier's limit at a call site whose ops ran in a write run at once (CallSite.now,
+ * set by runtime/cscheduler.py ``_run_statement``): past the size limit, up to the largest
+ * statement NumPy runs now; 0 at any other site or when the NumPy tier is off. */
+static Py_ssize_t now_limit(PyObject *site) {
+    if (site == NULL || SLOT(site, S_now) != Py_True)
+        return 0;
+    Py_ssize_t lim = eager_limit();
+    if (lim <= 0)
+        return lim;
+    return lim > now_elements ? lim : now_elements;
+}
+
+/* f(*vals) on the NumPy tier with operands and result below ``lim`` elements */
+static PyObject *eager_call_at(PyObject **refslot, PyObject *name, PyObject *const *vals,
+                               Py_ssize_t n, Py_ssize_t lim) {
     PyObject *hv[3], *own[3] = {NULL, NULL, NULL};
     for (Py_ssize_t k = 0; k < n; k++)
         if ((hv[k] = eager_operand(vals[k], lim)) == NULL)
@@ -1167,7 +1204,9 @@ static PyObject *eager_call_hv(PyObject **refslot, PyObject *name, PyObject *con
     if (d >= 0) {                       /* into the dying operand's buffer, as NumPy would */
         PyObject *args[4] = {hv[0], n > 1 ? hv[1] : NULL, n > 2 ? hv[2] : NULL, NULL};
         args[n] = hv[d];
-        PyObject *r = PyObject_Vectorcall(f, args, n, s_out_kw);
+        PyObject *r = direct_ufunc(f, hv, n, hv[d]);    /* (the loop, cut when long) */
+        if (r == NULL && !PyErr_Occurred())
+            r = PyObject_Vectorcall(f, args, n, s_out_kw);
         if (r == NULL) {
             numpy_error();
             return NULL;
@@ -1367,7 +1406,7 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
 }
 
 /* a (op) b on the NumPy tier, in the operator's order */
-static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
+static PyObject *binop_eager_at(BinOp *b, PyObject *self, PyObject *other, Py_ssize_t lim) {
     if (host_of(self) == NULL)
         return NULL;
     PyObject *vals[2] = {self, other};
@@ -1375,7 +1414,12 @@ static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
         vals[0] = other;
         vals[1] = self;
     }
-    return eager_call(&b->ref, b->name, vals, 2);
+    return lim > 0 ? eager_call_at(&b->ref, b->name, vals, 2, lim)
+                   : eager_call(&b->ref, b->name, vals, 2);
+}
+
+static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
+    return binop_eager_at(b, self, other, 0);
 }
 
 static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
@@ -1392,6 +1436,17 @@ static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
         if (PyErr_Occurred())
             return NULL;
         return PyObject_CallFunctionObjArgs(b->func, self, other, NULL);
+    }
+    Py_ssize_t now = now_limit(site);
+    if (now > 0) {
+        r = binop_eager_at(b, self, other, now);
+        if (r != NULL || PyErr_Occurred()) {
+            Py_DECREF(site);
+            return r;
+        }
+    } else if (now < 0) {
+        Py_DECREF(site);
+        return NULL;
     }
     r = binop_fast(b, self, other, site);
     if (r == NULL && !PyErr_Occurred())
@@ -1414,6 +1469,9 @@ static PyObject *binop_at(BinOp *b, PyObject *const *args, Py_ssize_t n) {
         return NULL;
     if (plain) {
         r = binop_eager(b, args[0], args[1]);
+        Py_ssize_t now = r == NULL && !PyErr_Occurred() ? now_limit(args[2]) : 0;
+        if (now > 0)
+            r = binop_eager_at(b, args[0], args[1], now);
         if (r == NULL && !PyErr_Occurred())
             r = binop_fast(b, args[0], args[1], args[2]);
     }
@@ -1531,6 +1589,14 @@ static PyObject *mapfunc_vectorcall(PyObject *o, PyObject *const *args, size_t n
         if (PyErr_Occurred())
             return NULL;
         return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+    }
+    Py_ssize_t now = host_of(args[0]) != NULL ? now_limit(site) : 0;
+    if (now != 0) {
+        PyObject *r = now > 0 ? eager_call_at(&m->ref, m->name, args, 1, now) : NULL;
+        if (r != NULL || PyErr_Occurred()) {
+            Py_DECREF(site);
+            return r;
+        }
     }
     PyObject *ins = PyTuple_Pack(1, p);
     PyObject *port = ins == NULL ? NULL :
@@ -2257,11 +2323,19 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
         get_obj(cfg, "DEAD", &st_dead) || get_obj(cfg, "refs", &refs) ||
         get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
         get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize) ||
-        get_obj(cfg, "elidable", &elidable))
+        get_obj(cfg, "elidable", &elidable) || get_obj(cfg, "sites", &user_codes))
         return NULL;
     if (s_out_kw == NULL && (s_out_kw = Py_BuildValue("(s)", "out")) == NULL)
         return NULL;
-    if (!PyDict_Check(internal) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
+    PyObject *ne = PyDict_GetItemString(cfg, "now_elements");
+    PyObject *mc = PyDict_GetItemString(cfg, "max_site_codes");
+    if (ne == NULL || mc == NULL || (now_elements = PyLong_AsSsize_t(ne)) == -1 ||
+            (maxcodes = PyLong_AsSsize_t(mc)) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "configure: now_elements, max_site_codes");
+        return NULL;
+    }
+    if (!PyDict_Check(internal) || !PyDict_Check(user_codes) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
         !PyDict_Check(refs) ||
         !PyDict_Check(piecewise) || !PyDict_Check(hooks_dict) || !PyDict_Check(iinfo) ||
         !PyDict_Check(follow_table) ||
@@ -2282,7 +2356,7 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
         {&PortType, "captured", &P_captured}, {&PortType, "eager_views", &P_eager_views},
         {&PortType, "counted", &P_counted},
         {&SiteType, "code", &S_code}, {&SiteType, "lasti", &S_lasti},
-        {&SiteType, "_lineno", &S_lineno},
+        {&SiteType, "_lineno", &S_lineno}, {&SiteType, "now", &S_now},
         {&QueueType, "entries", &Q_entries}, {&QueueType, "lock", &Q_lock},
         {&QueueType, "pending_computes", &Q_pending}, {&QueueType, "keyparts", &Q_keyparts},
         {&QueueType, "kports", &Q_kports}, {&QueueType, "num", &Q_num},
@@ -2454,7 +2528,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 9
+#define NATIVE_ABI 10
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);

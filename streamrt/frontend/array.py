@@ -16,10 +16,10 @@ from ..core.config import settings
 from ..core.ops import (OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
                         reduction_dtypes, signed_vs_uint64)
 from ..core.ir import DONE, Port, c_strides, strided
-from ..core.errors import (_INTERNAL, AbortError, ArgumentError, CallSite, DTypeError,
+from ..core.errors import (_INTERNAL, AbortError, ArgumentError, DTypeError,
                            FallbackError, NotLazyError, ShapeError, StreamrtAxisError,
                            StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
-                           record_error)
+                           record_error, site_at)
 from ..backends.base import ref_value, run_refop
 from ..runtime import cscheduler, tiers as _tiers
 from ..runtime.workqueue import current_queue, _local as _tls
@@ -1590,7 +1590,7 @@ def _binop(name, reflected=False):
         fr = _getframe(1)
         c = fr.f_code
         # the caller is the user's code (known not internal): its site without the walk
-        site = CallSite(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
+        site = site_at(c, fr.f_lasti) if _INTERNAL.get(c) is False else callsite()
         if _PIECEWISE_DATA and _TEMP_RC:
             # which operands are temporaries of the caller's expression (held by its stack
             # alone): their chained pieces may be read (frontend/pieces.py)

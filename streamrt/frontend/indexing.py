@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from ..core import dtypes as D
+from ..core import dtypes as D, hooks
 from ..core.config import settings
 from ..core.ir import DONE, Port, c_strides, strided
 from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
@@ -294,8 +294,11 @@ def _inplace_now(name, a, other, site):
     uf = getattr(np, OPS[name].ufunc)
     if base is not None:
         _tiers.settle(base)
+    loop = hooks.ufunc_loop if lim is None else None
     try:
-        uf(av, ov, out=av)
+        # a large one by the ufunc's loop, cut over two threads (its bits and errors NumPy's)
+        if loop is None or loop(uf, (av, ov), av) is None:
+            uf(av, ov, out=av)
     except (ValueError, TypeError, OverflowError):
         return False        # (raised before writing: the recorded path raises streamrt's error)
     _tiers.note_eager()

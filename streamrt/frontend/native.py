@@ -20,7 +20,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 9     # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 10    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -72,7 +72,8 @@ def install(enqueue_plain):
         "ufunc_ops": {getattr(np, u): n for u, n in UFUNC_TO_OP.items()
                       if isinstance(getattr(np, u, None), np.ufunc)},
         "supported": set(D.SUPPORTED_SET), "materialize": array._materialize,
-        "elidable": _elidable()})
+        "elidable": _elidable(), "now_elements": cscheduler.WRITE_NOW_ELEMENTS,
+        "sites": errors._SITES, "max_site_codes": errors.MAX_SITE_CODES})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
-from ..core.errors import CancelledError, MacroError, callsite, record_error
+from ..core.errors import UNKNOWN, CancelledError, MacroError, callsite, record_error
 from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, dying_buffer, is_scratch
 from ..core.ops import OPS
 from .. import compiler
@@ -252,6 +252,8 @@ def _run_statement(entries, through, private=None):
         if is_update(p):
             p.value = through.value
             writes.add(p.id)
+        elif p.site is not None and p.site is not UNKNOWN:
+            p.site.now = True       # (its line's next ops run at once: CallSite.now)
     keep = {p.id for p in ops if p.nrefs > 0 and p is not private}
     interpret(ops, keep, writes, writes, lambda shape, dt: np.empty(shape, dt),
               _dying(ops))
