@@ -532,6 +532,7 @@ def test_loops_stay_on_one_thread_while_a_compile_runs(monkeypatch):
     ps.sync()
     ps.config.set(jit="off")
     try:
+        native.split_state(0)       # (no backing off left by an earlier loop: test below)
         for busy in (1, 0):
             monkeypatch.setattr(jit, "in_flight", lambda busy=busy: busy)
             X = ps.asarray(x0)
@@ -541,3 +542,30 @@ def test_loops_stay_on_one_thread_while_a_compile_runs(monkeypatch):
     finally:
         ps.sync()
         ps.config.set(jit=old)
+
+
+@two_cpus
+def test_a_cut_loop_slower_than_one_thread_sends_the_next_ones_to_one_thread():
+    """A cut loop whose helper half ends after twice this thread's (the helper's core busy:
+    a BLAS pool spinning there, another process) is counted lost, and the next loops run on
+    one thread -- 1, 2, 4, ... of them (at most 1024) as losses repeat, fewer as cuts pay
+    again. NumPy's bits either way."""
+    x0 = np.linspace(0.0, 1.0, 1 << 14)
+    X = ps.asarray(x0)
+    lost = ps.runtime_stats()["loops_split_lost"]
+    with ps.config.override(split_elements=1024):
+        with native.split_helper_always(delay_us=20_000):  # (the helper sleeps 20 ms first)
+            assert native.split_state() == (0, 1)
+            _same(X * 3.0, x0 * 3.0)
+            assert ps.runtime_stats()["loops_split_lost"] == lost + 1
+            assert native.split_state() == (1, 2)
+            _same(X + 1.0, x0 + 1.0)
+            assert native.split_state() == (2, 4)
+        assert native.split_state() == (0, 1)   # (a setting's change starts afresh)
+        native.split_state(2)
+        cut = _splits()
+        _same(X * 3.0, x0 * 3.0)
+        _same(X - 1.0, x0 - 1.0)
+        assert _splits() == cut and native.split_state()[0] == 0
+        _same(X * 2.0, x0 * 2.0)
+        assert _splits() == cut + 1

@@ -288,6 +288,10 @@ Py_ssize_t split_min = 0;               /* 0: off (settings.split_elements, nati
 int split_wait = 0;                     /* 1: never take the helper's part back (tests) */
 _Thread_local int split_paused;         /* 1: this thread's loops are not cut (ufunc_into) */
 long long n_split;                      /* loops cut in two */
+long long n_split_lost;                 /* ... that ran slower than on one thread */
+int split_skip, split_backoff = 1;      /* loops left to run on one thread; the next wait */
+int split_delay_us;                     /* tests: the helper sleeps this long before its part */
+#define SPLIT_BACKOFF_MAX 1024
 
 typedef struct {
     PyUFuncGenericFunction loop;
@@ -349,6 +353,10 @@ static void *helper_main(void *arg) {
         int expect = 1;
         if (!atomic_compare_exchange_strong(&part_state, &expect, 2))
             continue;                   /* (taken back by the caller) */
+        if (split_delay_us > 0) {       /* (tests: a helper whose core is busy) */
+            struct timespec d = {0, split_delay_us * 1000L};
+            nanosleep(&d, NULL);
+        }
         clear_fpe();
         run_part(&part);
         part_fpe = fetestexcept(DIRECT_FPE);
@@ -359,8 +367,14 @@ static void *helper_main(void *arg) {
     return NULL;
 }
 
+void split_reset(void) {
+    split_skip = 0;
+    split_backoff = 1;
+}
+
 static void split_after_fork(void) {    /* the child has no helper thread */
     helper_up = 0;
+    split_reset();
     atomic_store(&part_state, 0);
     atomic_store(&split_busy, 0);
     pthread_mutex_init(&part_mu, NULL);
@@ -402,6 +416,11 @@ static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int n
     int expect = 0;
     if (h == 0 || !atomic_compare_exchange_strong(&split_busy, &expect, 1))
         return 0;
+    if (split_skip > 0 && !split_wait) {    /* (backing off: see below) */
+        split_skip--;
+        atomic_store(&split_busy, 0);
+        return 0;
+    }
     Part mine = {loop, data, {NULL}, {0}, {0}, count, nrows, nops};
     memcpy(mine.ptr, o->ptr, sizeof mine.ptr);
     memcpy(mine.steps, o->steps, sizeof mine.steps);
@@ -423,7 +442,9 @@ static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int n
     pthread_mutex_lock(&part_mu);
     pthread_cond_signal(&part_cv);
     pthread_mutex_unlock(&part_mu);
+    long long t0 = now_ns();
     run_part(&mine);
+    long long t1 = now_ns();
     expect = 1;
     if (!split_wait && atomic_compare_exchange_strong(&part_state, &expect, 2)) {
         run_part(&part);                /* (the helper had not started it) */
@@ -432,6 +453,16 @@ static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int n
         while (atomic_load(&part_state) != 3)
             cpu_relax();
         *fpe = part_fpe;
+        /* waited longer for the helper than this thread's half took: the loop ran slower
+         * than on one thread (the helper's core busy -- a BLAS thread pool spinning there,
+         * another process): the next loops run on one thread, for longer each time */
+        if (now_ns() - t1 > t1 - t0) {
+            split_skip = split_backoff;
+            split_backoff = split_backoff < SPLIT_BACKOFF_MAX ? 2 * split_backoff : split_backoff;
+            n_split_lost++;
+        } else if (split_backoff > 1) {
+            split_backoff /= 2;
+        }
     }
     atomic_store(&part_state, 0);
     atomic_store(&split_busy, 0);

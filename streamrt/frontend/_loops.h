@@ -20,6 +20,10 @@ int direct_init(void);          /* NumPy's ufunc API (once, at the module's impo
 extern long long n_direct;      /* calls whose loop ran there */
 extern Py_ssize_t split_min;     /* loops this long or longer run on two threads (0: never) */
 extern long long n_split;       /* loops cut in two */
+extern long long n_split_lost;  /* ... whose helper half ended late (the next ran on one thread) */
+void split_reset(void);         /* forget the backing off of cut loops that lost */
+extern int split_skip, split_backoff;   /* loops left to run on one thread; the next wait */
+extern int split_delay_us;      /* tests: the helper sleeps this long before its part */
 extern int split_wait;          /* 1: the helper runs its part, never taken back (tests) */
 extern _Thread_local int split_paused;  /* 1: this thread's loops are not cut */
 

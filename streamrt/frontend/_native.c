@@ -2528,7 +2528,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 10
+#define NATIVE_ABI 11
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -2583,18 +2583,23 @@ static PyObject *py_ufunc_into(PyObject *mod, PyObject *const *args, Py_ssize_t 
 }
 
 static PyObject *split_config(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 1 || nargs > 2) {
-        PyErr_SetString(PyExc_TypeError, "split_config(n, wait=False)");
+    if (nargs < 1 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "split_config(n, wait=False, delay_us=0)");
         return NULL;
     }
+    long delay = nargs == 3 ? PyLong_AsLong(args[2]) : 0;
+    if (delay == -1 && PyErr_Occurred())
+        return NULL;
+    split_delay_us = delay < 0 ? 0 : delay > 100000 ? 100000 : (int)delay;
     Py_ssize_t n = PyLong_AsSsize_t(args[0]);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    int wait = nargs == 2 ? PyObject_IsTrue(args[1]) : 0;
+    int wait = nargs >= 2 ? PyObject_IsTrue(args[1]) : 0;
     if (wait < 0)
         return NULL;
     split_min = n < 0 ? 0 : n;
     split_wait = wait;
+    split_reset();
     Py_RETURN_NONE;
 }
 
@@ -2602,6 +2607,28 @@ static PyObject *split_count(PyObject *mod, PyObject *reset) {
     long long n = n_split;
     if (PyObject_IsTrue(reset))
         n_split = 0;
+    return PyLong_FromLongLong(n);
+}
+
+/* split_state(skip=None): (loops left to run on one thread, the next backing off); tests */
+static PyObject *split_state(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "split_state(skip=None)");
+        return NULL;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        long k = PyLong_AsLong(args[0]);
+        if (k == -1 && PyErr_Occurred())
+            return NULL;
+        split_skip = k < 0 ? 0 : (int)k;
+    }
+    return Py_BuildValue("(ii)", split_skip, split_backoff);
+}
+
+static PyObject *split_lost_count(PyObject *mod, PyObject *reset) {
+    long long n = n_split_lost;
+    if (PyObject_IsTrue(reset))
+        n_split_lost = 0;
     return PyLong_FromLongLong(n);
 }
 
@@ -2836,9 +2863,14 @@ static PyMethodDef methods[] = {
      "ufunc_into(uf, args, out, cut=True): uf(*args, out=out) by its own loop, cut over two "
      "threads when long and cut; out, or None when not taken (NumPy's call then runs)."},
     {"split_config", (PyCFunction)(void (*)(void))split_config, METH_FASTCALL,
-     "split_config(n, wait=False): loops of n elements or more run on two threads (0: never); "
-     "wait: the helper always runs its part (tests: deterministic), never taken back."},
+     "split_config(n, wait=False, delay_us=0): loops of n elements or more run on two "
+     "threads (0: never); wait: the helper always runs its part (tests: deterministic), never "
+     "taken back; delay_us: the helper sleeps first (tests: its core busy)."},
     {"split_count", split_count, METH_O, "split_count(reset): loops cut over two threads."},
+    {"split_state", (PyCFunction)(void (*)(void))split_state, METH_FASTCALL,
+     "split_state(skip=None): (cut loops left to run on one thread, the next backing off)."},
+    {"split_lost_count", split_lost_count, METH_O, "split_lost_count(reset): cut loops whose "
+     "helper half ended after twice the caller's (the next ones ran on one thread)."},
     {"direct_count", direct_count, METH_O, "direct_count(reset): NumPy-tier ufunc calls whose "
      "loop the C path called itself (_loops.c)."},
     {"eager_count", eager_count, METH_O, "eager_count(reset): ops the C path ran on the NumPy "

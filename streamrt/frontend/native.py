@@ -20,7 +20,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
 from . import array, pieces
 
-ABI = 10    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 11    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -107,26 +107,36 @@ def install(enqueue_plain):
 
 
 _split_wait = False
+_split_delay = 0
 
 
 def _split_changed():
     """STREAMRT_SPLIT_ELEMENTS to the C path (off on one CPU: no second core to run on)."""
     n = settings.split_elements if _cpus() > 1 else 0
-    _native.split_config(max(int(n), 0), _split_wait)
+    _native.split_config(max(int(n), 0), _split_wait, _split_delay)
 
 
 @contextlib.contextmanager
-def split_helper_always():
+def split_helper_always(delay_us=0):
     """Tests: every cut loop's second part is run by the helper thread (never taken back by
-    the caller when the helper is slow to start), so that what the helper does is checked."""
-    global _split_wait
-    _split_wait = True
+    the caller when the helper is slow to start), so that what the helper does is checked;
+    ``delay_us``: the helper sleeps that long before its part (a helper whose core is busy:
+    the loop is counted lost). Cut loops that lost send the next ones to one thread only
+    outside this (``split_state``)."""
+    global _split_wait, _split_delay
+    _split_wait, _split_delay = True, int(delay_us)
     _split_changed()
     try:
         yield
     finally:
-        _split_wait = False
+        _split_wait, _split_delay = False, 0
         _split_changed()
+
+
+def split_state(skip=None):
+    """(cut loops left to run on one thread, the next backing off) -- tests; ``skip`` sets
+    the first."""
+    return _native.split_state(skip)
 
 
 def _cpus():
@@ -139,6 +149,12 @@ def _cpus():
 def split_count(reset=False) -> int:
     """Element-wise loops the NumPy tier ran on two threads (_loops.c ``run_split``)."""
     return _native.split_count(reset) if _native is not None and _installed else 0
+
+
+def split_lost_count(reset=False) -> int:
+    """Cut loops whose helper half ended after twice the calling thread's (its core busy):
+    each sends the next cut loops to one thread, for twice as many loops as the last time."""
+    return _native.split_lost_count(reset) if _native is not None and _installed else 0
 
 
 def count(reset=False) -> int:
@@ -211,6 +227,7 @@ def _stats(snapshot):
     snapshot["ops_eager"] = tiers.counts() + eager_count()      # (the NumPy tier: Python + C)
     snapshot["ops_eager_direct"] = direct_count()               # (of those: NumPy's loop called)
     snapshot["loops_split"] = split_count()                     # (NumPy's loops on two threads)
+    snapshot["loops_split_lost"] = split_lost_count()           # (... slower than on one)
 
 
 def _reset():
@@ -218,6 +235,7 @@ def _reset():
     eager_count(reset=True)
     direct_count(reset=True)
     split_count(reset=True)
+    split_lost_count(reset=True)
     tiers.reset_counts()
 
 
