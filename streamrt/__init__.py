@@ -10,7 +10,7 @@ import math as _math
 
 import numpy as _np
 
-from .core import config, hooks
+from .core import config, errors as _errors, hooks
 from .core.dtypes import (bool_, complex64, complex128, float32, float64, int8,  # noqa: F401
                           int16, int32, int64, uint8, uint16, uint32, uint64)
 from .core.errors import (ArgumentError, CancelledError, DTypeError, ExecutionError,  # noqa: F401
@@ -97,8 +97,10 @@ def clear_caches(disk: bool = False):
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
     device compilers' caches included, except one a live compiler uses -- PoCL's, while this or
     another process has an OpenCL context: deleting it under PoCL aborted the process).
+    Also forgets which lines run at once on the NumPy tier (``CallSite.now``).
     Returns the device cache directories kept."""
     sync()
+    _errors.forget_sites()
     trace_cache.get().clear()
     macro_cache.get().clear()
     program_cache.clear_memory(disk=disk)

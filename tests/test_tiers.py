@@ -374,13 +374,14 @@ def test_a_small_statement_written_through_a_view_runs_through_numpy(tier):
     assert_same(C, e, rtol=1e-13)
 
 
-@pytest.mark.skipif(not native.available(), reason="the C record path is not built or is off")
-def test_a_line_whose_ops_ended_in_a_write_now_runs_them_at_once(stats):
+def test_a_line_whose_ops_ended_in_a_write_now_runs_them_at_once(tier):
     """The ops of a line that ended in a statement NumPy ran at once (the test above) run on
-    the NumPy tier from then on past its size limit, as NumPy's own (CallSite.now, the C
-    path): the next rows record nothing and build no statement. Another line's large ops
-    over the same arrays are still recorded (they may fuse), and so are the marked line's
-    while the tier is off."""
+    the NumPy tier from then on past its size limit, as NumPy's own (CallSite.now): the next
+    rows record nothing and build no statement. Another line's large ops over the same
+    arrays are still recorded (they may fuse), and so are the marked line's while the tier
+    is off. ``ps.clear_caches`` forgets the marks."""
+    ps.clear_caches()               # (the other parameter's run marked this test's lines)
+    stats = tier
     m, n = 300, 400
     c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
     a0, b0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
@@ -409,6 +410,12 @@ def test_a_line_whose_ops_ended_in_a_write_now_runs_them_at_once(stats):
         rows(C, a, b, e, 240, 241)                   # the tier off: the line records again
         assert stats()["ops_recorded"] > 5
         assert_same(C, e, rtol=1e-13)
+    with ps.config.override(eager_elements=EAGER):
+        ps.clear_caches()
+        n = stats()["ops_recorded"]
+        rows(C, a, b, e, 241, 243)                   # forgotten: one row records, then marked
+        assert stats()["ops_recorded"] == n + 3
+        assert_same(C, e, rtol=1e-13)
     del row
 
 
@@ -417,6 +424,7 @@ def test_a_statement_scales_a_dying_constant_in_its_own_buffer(tier, monkeypatch
     no Array holds any more is a temporary as NumPy sees one, and the product is computed
     in its buffer (no fresh result from the reference op). An outer product whose buffer a
     NumPy array still shows, or an Array still holds, is left as it was."""
+    ps.clear_caches()       # (the statement path: the other parameter's run marked the lines)
     calls = fresh_results(monkeypatch)
     m, n = 300, 400
     c0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)

@@ -68,6 +68,14 @@ _SITES: dict = {}
 MAX_SITE_CODES = 4096
 
 
+def forget_sites():
+    """Every line's learned NumPy-tier choice dropped (ps.clear_caches): the site objects
+    stay (the C path's cache holds them)."""
+    for per in list(_SITES.values()):
+        for s in list(per.values()):
+            s.now = False
+
+
 def site_at(code, lasti):
     """The CallSite of user code ``code`` at bytecode offset ``lasti`` (one object each)."""
     per = _SITES.get(code)

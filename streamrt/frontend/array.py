@@ -41,8 +41,12 @@ def _foreign_inputs(port, q):
 
 def _eager(port):
     """The NumPy tier (scheduler/tiers.py): a small op over computed host buffers runs now,
-    through NumPy (its reference definition), and its Array is computed. None: record it."""
+    through NumPy (its reference definition), and its Array is computed. None: record it.
+    At a line whose ops ended in a write run at once (CallSite.now), an element-wise op up
+    to that statement's size runs now too (the C path's ``now_limit``)."""
     lim = settings.eager_elements
+    if lim and port.kind == "map" and getattr(port.site, "now", False):
+        lim = max(lim, cscheduler.WRITE_NOW_ELEMENTS)
     if port.size >= lim or hooks.on_record is not None:
         return None
     args = []
