@@ -281,6 +281,7 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
  * thread's loop meanwhile runs serially. The floating-point exceptions the helper's part
  * raised are handed back and merged with this thread's. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -341,7 +342,10 @@ static void *helper_main(void *arg) {
             int spins = 0;
             while (atomic_load(&part_state) != 1) {
                 cpu_relax();
-                if (++spins % 256 == 0 && now_ns() > until) {
+                if (++spins % 256 != 0)
+                    continue;
+                sched_yield();          /* (a thread sharing this core -- BLAS's -- runs) */
+                if (now_ns() > until) {
                     pthread_mutex_lock(&part_mu);
                     while (atomic_load(&part_state) != 1)
                         pthread_cond_wait(&part_cv, &part_mu);
@@ -450,8 +454,11 @@ static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int n
         run_part(&part);                /* (the helper had not started it) */
         *fpe = 0;
     } else {
-        while (atomic_load(&part_state) != 3)
+        for (int spins = 0; atomic_load(&part_state) != 3;) {
             cpu_relax();
+            if (++spins % 256 == 0)
+                sched_yield();          /* (the helper may share this core: it runs) */
+        }
         *fpe = part_fpe;
         /* waited longer for the helper than this thread's half took: the loop ran slower
          * than on one thread (the helper's core busy -- a BLAS thread pool spinning there,
