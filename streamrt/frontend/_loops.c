@@ -277,9 +277,12 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
  * The helper spins for a moment after a part (the next op of an interpreted kernel comes
  * within microseconds), then sleeps on a condition variable; a part it has not started when
  * this thread is done with its own is taken back and run here, so a helper descheduled by
- * the OS costs no more than the serial loop. One caller at a time (``split_busy``): another
- * thread's loop meanwhile runs serially. The floating-point exceptions the helper's part
- * raised are handed back and merged with this thread's. */
+ * the OS costs no more than the serial loop. A part it started but finished after twice
+ * this thread's part took (its core busy) sends the next loops to one thread, 1, 2, 4, ...
+ * up to SPLIT_BACKOFF_MAX of them (``split_skip``). Both threads yield their core every 256
+ * pauses of a spin (a BLAS pool's thread placed on that core runs). One caller at a time
+ * (``split_busy``): another thread's loop meanwhile runs serially. The floating-point
+ * exceptions the helper's part raised are handed back and merged with this thread's. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
