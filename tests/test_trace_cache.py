@@ -48,6 +48,36 @@ def generate_calls(monkeypatch):
     return calls
 
 
+def test_a_miss_runs_proggen_with_the_collector_paused(monkeypatch):
+    """ProgGen and the generic key of a missed trace run with Python's cyclic collector
+    paused (they allocate many objects and no cyclic garbage); it is on again afterwards,
+    and stays off when the program had turned it off (and after an error in ProgGen)."""
+    import gc
+    seen = []
+    real = compiler.generate
+
+    def watching(*a, **k):
+        seen.append(gc.isenabled())
+        if len(seen) == 3:
+            raise RuntimeError("ProgGen failed")
+        return real(*a, **k)
+
+    monkeypatch.setattr(compiler, "generate", watching)
+    a = _f32()
+    assert gc.isenabled()
+    assert_same(ps.asarray(a) * 2.0 + 1.0, a * 2.0 + 1.0)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert_same(ps.asarray(a) * 3.0 - 1.0, a * 3.0 - 1.0)
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(Exception):
+        (ps.asarray(a) - 5.0).numpy()
+    assert len(seen) == 3 and gc.isenabled()
+
+
 # ---- the hit path ------------------------------------------------------------------------------
 def test_loop_body_compiles_once_and_runs_proggen_once(stats, generate_calls):
     a = _f32()

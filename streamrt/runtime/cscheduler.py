@@ -3,6 +3,8 @@ hint, ps.sync()), hands it to ProgGen and submits the program sequence to the E-
 under flow control."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import threading
 
@@ -79,42 +81,68 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
             if plan is None and direct_ok and jit.all_ready(seq):
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
-        gkey = None
-        if macro_key is None:
-            # the same code over other sizes (a triangular loop's shrinking slices)
-            gkey = keys.generic_key(key)
-            e = cache.lookup_generic(gkey)
-            if e is not None:
-                seq = None
-                if keys.same_but_offsets(e[0], key):
-                    seq = compiler.reoffset(e[1], kports)
-                    if seq is not None:
-                        stats.add("trace_cache_offset_hits")
-                if seq is None:
-                    seq = compiler.reshape(e[1], kports, executor.caps)
+        with _gc_paused():
+            return _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key)
+    with _gc_paused():
+        return compiler.generate(entries, executor.caps, reusable), None
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collector held off while a trace misses: the generic key and
+    ProgGen allocate tens of thousands of tuples and IR objects for a long trace, none of
+    them cyclic garbage, and every 700 allocations started a collection that walked the
+    live ports (Game of Life large's first flush: 38 -> 25 ms). Collections resume after it
+    (not turned on when the program had turned them off)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key):
+    """_program_sequence after a trace-cache miss: a shape-generic hit, or ProgGen (whose
+    template is cached)."""
+    prof = hooks.profiler
+    gkey = None
+    if macro_key is None:
+        # the same code over other sizes (a triangular loop's shrinking slices)
+        gkey = keys.generic_key(key)
+        e = cache.lookup_generic(gkey)
+        if e is not None:
+            seq = None
+            if keys.same_but_offsets(e[0], key):
+                seq = compiler.reoffset(e[1], kports)
                 if seq is not None:
-                    cache.note(True)
-                    stats.add("trace_cache_shape_hits")
-                    if prof is not None:
-                        prof.cache(cache.stat[:5], True, _first_site(entries))
-                    return seq, True
-        esites = [e[1].site for e in entries if e[0] == "compute"]
-        why = None
-        if settings.debug >= 1 or prof is not None:
-            why = cache.explain_miss(key, esites)
-            if settings.debug >= 1:
-                print(f"[streamrt] {cache.name} miss: {why}", file=sys.stderr)
-        if prof is not None:
-            prof.cache(cache.stat[:5], False, _first_site(entries), why)
-        cache.note(False)
-        seq = compiler.generate(entries, executor.caps, reusable)
-        t = sequence.to_template(seq, kports)
-        if t is not None:
-            cache.insert(key, t, esites)
-            if gkey is not None and t.generic:
-                cache.insert_generic(key, gkey, t)
-        return seq, False
-    return compiler.generate(entries, executor.caps, reusable), None
+                    stats.add("trace_cache_offset_hits")
+            if seq is None:
+                seq = compiler.reshape(e[1], kports, executor.caps)
+            if seq is not None:
+                cache.note(True)
+                stats.add("trace_cache_shape_hits")
+                if prof is not None:
+                    prof.cache(cache.stat[:5], True, _first_site(entries))
+                return seq, True
+    esites = [e[1].site for e in entries if e[0] == "compute"]
+    why = None
+    if settings.debug >= 1 or prof is not None:
+        why = cache.explain_miss(key, esites)
+        if settings.debug >= 1:
+            print(f"[streamrt] {cache.name} miss: {why}", file=sys.stderr)
+    if prof is not None:
+        prof.cache(cache.stat[:5], False, _first_site(entries), why)
+    cache.note(False)
+    seq = compiler.generate(entries, executor.caps, reusable)
+    t = sequence.to_template(seq, kports)
+    if t is not None:
+        cache.insert(key, t, esites)
+        if gkey is not None and t.generic:
+            cache.insert_generic(key, gkey, t)
+    return seq, False
 
 
 def reusable_bases(entries, q, executor, through=None):
