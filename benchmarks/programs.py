@@ -218,6 +218,14 @@ def check(path, want):
     return None, notes
 
 
+def compiles_done(lib, cache_dir, args):
+    """Wait until no streamrt compile worker works for ``cache_dir`` (the processes measured
+    with it have exited; their worker may still be building what they left it)."""
+    if lib.startswith("streamrt") and os.path.isdir(cache_dir):
+        from streamrt.backends.numba_cpu import jit
+        jit.workers_idle(cache_dir, timeout=args.timeout)
+
+
 def measure(module, size, lib, reference, args):
     """First-run and warm processes of one (program, size, library)."""
     record = {"program": load(module).NAME, "module": module, "size": size, "lib": lib}
@@ -232,17 +240,13 @@ def measure(module, size, lib, reference, args):
             record["traceback"] = first.get("traceback", "")
             record["timeout"] = first.get("timeout", False)
             return record
-        if lib.startswith("streamrt") and os.path.isdir(cache_dir):
-            # the kernels the first run's compile worker builds after that run exits are
-            # the cache a second run finds: the warm process starts once they are built
-            from streamrt.backends.numba_cpu import jit
-            jit.workers_idle(cache_dir, timeout=args.timeout)
+        # the kernels the first run's compile worker builds after that run exits are the
+        # cache a second run finds: the warm process starts once they are built
+        compiles_done(lib, cache_dir, args)
         warm = run_worker(module, size, lib, "warm", outdir, cache_dir, args)
-        if lib.startswith("streamrt") and os.path.isdir(cache_dir):
-            # what the warm process left its compile worker is built before the next
-            # measurement starts: a worker still compiling would take a core from it
-            from streamrt.backends.numba_cpu import jit
-            jit.workers_idle(cache_dir, timeout=args.timeout)
+        # and what the warm process left it is built before the next measurement starts: a
+        # worker still compiling would take a core from it
+        compiles_done(lib, cache_dir, args)
         record["warm_ms"], record["warm_n"] = warm.get("warm_ms"), warm.get("warm_n")
         if "error" in warm:
             record["warm_error"] = warm["error"]

@@ -73,7 +73,7 @@ def test_a_miss_runs_proggen_with_the_collector_paused(monkeypatch):
         assert seen == [False, False] and not gc.isenabled()
     finally:
         gc.enable()
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="ProgGen failed"):
         (ps.asarray(a) - 5.0).numpy()
     assert len(seen) == 3 and gc.isenabled()
 

@@ -16,9 +16,10 @@ class CallSite:
     """Identity of a recording call: code object + bytecode offset (the trace-key part) and,
     for messages, file, line and function. The line is computed from the offset on first use:
     most call sites are only ever compared, never printed. ``now``: the ops recorded here
-    ended in a write NumPy ran at once (runtime/cscheduler.py ``_run_statement``), so the
-    C path runs them on the NumPy tier past its size limit (frontend/_native.c ``now_limit``;
-    a C path site is one object per code and offset, so the mark stays with the line)."""
+    ended in a write NumPy ran at once (runtime/cscheduler.py ``_run_statement``), so they
+    run on the NumPy tier past its size limit (frontend/_native.c ``now_limit``,
+    frontend/array.py ``_eager``); a site is one object per code and offset (``site_at``),
+    so the mark stays with the line."""
 
     __slots__ = ("code", "lasti", "_lineno", "now")
 

@@ -1414,12 +1414,14 @@ static PyObject *binop_eager_at(BinOp *b, PyObject *self, PyObject *other, Py_ss
         vals[0] = other;
         vals[1] = self;
     }
-    return lim > 0 ? eager_call_at(&b->ref, b->name, vals, 2, lim)
-                   : eager_call(&b->ref, b->name, vals, 2);
+    return eager_call_at(&b->ref, b->name, vals, 2, lim);
 }
 
 static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
-    return binop_eager_at(b, self, other, 0);
+    if (host_of(self) == NULL)          /* (the recorded path's case: no limit looked up) */
+        return NULL;
+    Py_ssize_t lim = eager_limit();
+    return lim > 0 ? binop_eager_at(b, self, other, lim) : NULL;
 }
 
 static PyObject *binop_call2(BinOp *b, PyObject *self, PyObject *other) {
@@ -2335,7 +2337,8 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
             PyErr_SetString(PyExc_KeyError, "configure: now_elements, max_site_codes");
         return NULL;
     }
-    if (!PyDict_Check(internal) || !PyDict_Check(user_codes) || !PyDict_Check(fast_memo) || !PyDict_Check(ufast_memo) ||
+    if (!PyDict_Check(internal) || !PyDict_Check(user_codes) || !PyDict_Check(fast_memo) ||
+        !PyDict_Check(ufast_memo) ||
         !PyDict_Check(refs) ||
         !PyDict_Check(piecewise) || !PyDict_Check(hooks_dict) || !PyDict_Check(iinfo) ||
         !PyDict_Check(follow_table) ||
