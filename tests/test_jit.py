@@ -3,6 +3,7 @@ worker process; nothing compiles on the application's thread; results are the sa
 sides of the switch; a failed compile is remembered."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -71,6 +72,22 @@ def test_the_switch_to_the_compiled_kernel(background):
     assert st["kernels_launched"] == 1 and st["kernels_interpreted"] == 1
     assert_same(first, _expect(a, b), rtol=1e-15)
     assert_same(second, first, rtol=1e-14)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc (Linux)")
+def test_the_compile_worker_writes_its_own_stderr_under_the_cache(background):
+    """The worker outlives the process to finish its compiles: it must not hold that
+    process's stderr (a pipe's reader -- ``subprocess.run(capture_output=True)``, ``| tee``
+    -- would wait for its last compile), so its stderr is a log file in the cache."""
+    ps.config.set(jit_margin=0.0)
+    np.array(_program(ps.asarray(np.ones(N)), ps.asarray(np.ones(N))))
+    assert background()["compiles_requested"] == 1
+    proc = jit._svc.proc
+    worker_stderr = os.readlink(f"/proc/{proc.pid}/fd/2")
+    # (under the cache root of the test that started the worker: it serves the later ones)
+    assert os.path.basename(worker_stderr) == jit.WORKER_LOG
+    assert worker_stderr != os.readlink("/proc/self/fd/2")
+    assert jit.wait(120) and background()["kernels_compiled"] == 1
 
 
 def test_with_the_jit_off_a_hot_kernel_compiles_nothing(background):
@@ -186,15 +203,12 @@ def test_a_kernel_that_pays_only_for_its_load_compiles_after_exit(tmp_path):
     env = child_env(tmp_path, STREAMRT_JIT="background")
 
     def run(numba_load):
-        # (stderr to a file: the worker inherits it, and a pipe's reader would wait for the
-        # worker too, not only for this process)
-        with open(tmp_path / "stderr.txt", "w+") as err:
-            out = subprocess.run([sys.executable, "-c",
-                                  AFTER_EXIT.format(n=N, numba_load=numba_load)],
-                                 stdout=subprocess.PIPE, stderr=err, text=True, env=env,
-                                 timeout=300)
-            err.seek(0)
-            assert out.returncode == 0, err.read()
+        # (stderr a pipe too: the worker, still compiling, does not hold it -- see
+        # test_the_compile_worker_writes_its_own_stderr_under_the_cache)
+        out = subprocess.run([sys.executable, "-c",
+                              AFTER_EXIT.format(n=N, numba_load=numba_load)],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
         return out.stdout.split()
 
     assert run(1e9) == ["3", "0", "0", "False"]           # nothing compiled, Numba not loaded

@@ -440,14 +440,17 @@ class _Service:
         env["STREAMRT_CACHE_DIR"] = program_cache.cache_root()
         env["STREAMRT_JIT"] = "sync"
         lock = program_cache.worker_lock(env["STREAMRT_CACHE_DIR"])
+        log = _worker_log(env["STREAMRT_CACHE_DIR"])
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "streamrt.backends.numba_cpu.compile_worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                 pass_fds=(lock.fileno(),) if lock is not None else ())
         finally:
             if lock is not None:
                 lock.close()     # (the worker's inherited descriptor holds the lock now)
+            if log not in (None, subprocess.DEVNULL):
+                log.close()
         t = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                              name="streamrt-jit-reader")
         t.start()
@@ -519,6 +522,28 @@ class _Service:
                 except subprocess.TimeoutExpired:
                     p.kill()
         self.progress.update(0)
+
+
+WORKER_LOG = "compile-worker.log"
+WORKER_LOG_BYTES = 1 << 20
+
+
+def _worker_log(cache_dir):
+    """The compile worker's stderr: a file under the cache root (``WORKER_LOG``, started
+    again past ``WORKER_LOG_BYTES``), never this process's stderr. The worker outlives this
+    process to finish its compiles; had it inherited a stderr that is a pipe -- a script run
+    by ``subprocess.run(..., capture_output=True)`` or ``| tee`` --, the reader of that pipe
+    would wait for the worker's last compile, seconds after the script itself had ended.
+    (Compile errors come back through the protocol and are reported here.)"""
+    path = os.path.join(cache_dir, WORKER_LOG)
+    try:
+        big = os.path.getsize(path) > WORKER_LOG_BYTES
+    except OSError:
+        big = False
+    try:
+        return open(path, "wb" if big else "ab")
+    except OSError:
+        return subprocess.DEVNULL
 
 
 _svc = None
