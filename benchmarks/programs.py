@@ -1,7 +1,7 @@
 """Real NumPy-style programs: streamrt against NumPy, Numba and JAX, first run and warm.
 
     python benchmarks/programs.py [--sizes small,large] [--only NAME[,NAME]]
-                                  [--libs numpy,streamrt,numba,jax] [--repeat N]
+                                  [--libs numpy,streamrt,numba,jax] [--repeat N] [--first-runs N]
                                   [--timeout 120] [--json PATH] [--list]
 
 The programs (benchmarks/programs/: PolyBench/C 4.2 kernels and short scripts) are written
@@ -22,9 +22,12 @@ Every measurement runs in its own fresh process (this file with ``--worker``):
   environment), as an installed package has them: otherwise an editable install of
   streamrt recompiles its ~80 modules (~0.1 s) in every process, and a module first
   imported during the timed call is compiled inside it.
-* *warm*: a second process (streamrt: the same, now filled, cache directory, once the
-  compile worker has built what the first process left it to compile after exiting) calls the
-  kernel once untimed, then N more times (N so that the calls take about ``--warm-seconds``,
+  This runs ``--first-runs`` times (default 3), each process with a new empty cache
+  directory, and the median is reported: one fresh process's time varies by 30-50% on a
+  small VM, more than the differences measured.
+* *warm*: a second process (streamrt: the last first run's, now filled, cache directory,
+  once the compile worker has built what that process left it to compile after exiting) calls
+  the kernel once untimed, then N more times (N so that the calls take about ``--warm-seconds``,
   at least 3, or ``--repeat``) and reports the median, each result forced.
 
 Both processes save their result; the parent checks it against NumPy's (computed in the
@@ -230,19 +233,26 @@ def measure(module, size, lib, reference, args):
     """First-run and warm processes of one (program, size, library)."""
     record = {"program": load(module).NAME, "module": module, "size": size, "lib": lib}
     outdir = tempfile.mkdtemp(prefix=f"progbench-{module}-{size}-{lib}-")
-    cache_dir = os.path.join(outdir, "streamrt-cache")   # empty for the first run
     try:
-        first = run_worker(module, size, lib, "first", outdir, cache_dir, args)
-        record["first_ms"] = first.get("first_ms")
-        record["wall_s"] = first.get("wall_s")
-        if "error" in first:
-            record["error"] = first["error"]
-            record["traceback"] = first.get("traceback", "")
-            record["timeout"] = first.get("timeout", False)
-            return record
-        # the kernels the first run's compile worker builds after that run exits are the
-        # cache a second run finds: the warm process starts once they are built
-        compiles_done(lib, cache_dir, args)
+        firsts, walls = [], []
+        for k in range(max(1, args.first_runs)):
+            # each first run: a fresh process with an empty kernel cache of its own
+            cache_dir = os.path.join(outdir, f"streamrt-cache-{k}")
+            first = run_worker(module, size, lib, "first", outdir, cache_dir, args)
+            if "error" in first:
+                record["error"] = first["error"]
+                record["traceback"] = first.get("traceback", "")
+                record["timeout"] = first.get("timeout", False)
+                record["wall_s"] = first.get("wall_s")
+                return record
+            firsts.append(first["first_ms"])
+            walls.append(first["wall_s"])
+            # the kernels the first run's compile worker builds after that run exits are
+            # the cache a second run finds: the next process starts once they are built
+            compiles_done(lib, cache_dir, args)
+        record["first_ms"] = statistics.median(firsts)
+        record["wall_s"] = statistics.median(walls)
+        record["first_all"] = firsts
         warm = run_worker(module, size, lib, "warm", outdir, cache_dir, args)
         # and what the warm process left it is built before the next measurement starts: a
         # worker still compiling would take a core from it
@@ -369,6 +379,9 @@ def main():
     p.add_argument("--repeat", type=int, default=0,
                    help="warm calls per measurement (default: ~--warm-seconds, at least 3)")
     p.add_argument("--warm-seconds", type=float, default=1.0)
+    p.add_argument("--first-runs", type=int, default=3,
+                   help="first-run processes per measurement, each with an empty kernel cache "
+                        "(the median is reported; default 3)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per process")
     p.add_argument("--json", help="write every measurement to this file")
     p.add_argument("--list", action="store_true", help="list the programs and their sizes")
@@ -430,12 +443,14 @@ def main():
     if "numpy" not in libs_shown:
         libs_shown = ["numpy", *libs_shown]
     body, summary = table(records, libs_shown)
-    print("Times in ms (first: first call in a fresh process, empty streamrt cache; warm: "
-          "median of later calls); ×: NumPy time / library time.\n")
+    print(f"Times in ms (first: first call in a fresh process, empty streamrt cache, median "
+          f"of {max(1, args.first_runs)} processes; warm: median of later calls); ×: NumPy "
+          "time / library time.\n")
     print(body)
     print()
     print(summary)
-    print("\nProcess wall time of the first-run process (interpreter start to exit):\n")
+    print("\nProcess wall time of the first-run process (interpreter start to exit; the "
+          "median):\n")
     print(wall_table(records, [lib for lib in libs_shown if any(r["lib"] == lib
                                                                 for r in records)]))
     problems = findings(records)
