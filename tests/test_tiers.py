@@ -508,3 +508,30 @@ def test_an_interpreted_kernel_computes_into_a_dying_constant(tier, interpreted,
     assert_same(s2, np.outer(u0, v0) * e1.sum(), rtol=1e-12)
     assert_same(held, np.outer(u0, v0), rtol=1e-15)
     assert_same(r3, (a0 + np.outer(u0, v0)) * 2.0, rtol=1e-15)
+
+
+def test_an_interpreted_kernel_computes_its_output_into_a_dying_constant(tier, interpreted,
+                                                                          monkeypatch):
+    """``r = A + np.outer(u, v)`` kept: the kernel's output buffer is given before it runs,
+    and the add goes into the outer product's buffer instead (a temporary NumPy would elide),
+    so a first run's fresh output is never written (its pages never faulted in). A buffer
+    something else holds is kept."""
+    calls = fresh_results(monkeypatch)
+    m, n = 300, 400                                  # (120,000 elements: recorded)
+    a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    A, u, v = ps.asarray(a0), ps.asarray(u0), ps.asarray(v0)
+    A.numpy()
+    box = [ps.outer(u, v)]
+    where = np.asarray(box[0]).ctypes.data         # (the ndarray dropped at once)
+    r = A + box.pop()
+    got = np.asarray(r)
+    assert got.ctypes.data == where
+    assert_same(got, a0 + np.outer(u0, v0), rtol=1e-15)
+    assert calls.count("add") == 0
+    box = [ps.outer(u, v)]
+    shown = np.asarray(box[0])                     # (shown: not a temporary)
+    r2 = A + box.pop()
+    assert np.asarray(r2).ctypes.data != shown.ctypes.data
+    assert_same(r2, a0 + np.outer(u0, v0), rtol=1e-15)
+    assert_same(shown, np.outer(u0, v0), rtol=1e-15)
