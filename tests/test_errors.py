@@ -279,3 +279,20 @@ def test_errors_inside_a_helper_name_the_callers_line(arrays):
     with pytest.raises(ps.ShapeError) as ei:
         helper(x, v)
     _names_line(ei, line)
+
+
+def test_an_op_without_a_numpy_loop_keeps_no_operand_alive():
+    """The op/dtype combination NumPy has no loop for is remembered (ops.map_dtypes), and so
+    was its first error with its traceback: the frames of that call, and through them its
+    operands -- an array of any size -- for the life of the process."""
+    import weakref
+
+    from streamrt.core import ops
+    ops._MAP_DT.clear()                 # (another test may have failed this way before)
+    a = ps.asarray(np.zeros(1000, dtype=bool)) | False     # (recorded: not computed)
+    alive = weakref.ref(a)
+    for _ in range(2):                  # the first failure, then the remembered one
+        with pytest.raises(ps.DTypeError):
+            ps.negative(a)
+    del a
+    assert alive() is None

@@ -305,7 +305,9 @@ def map_dtypes(op: Op, operands) -> tuple[np.dtype, np.dtype]:
         try:
             r = _map_dtypes(op, operands)
         except TypeError as e:
-            r = e
+            # (kept without its traceback: that holds the frames of the call that failed
+            # first -- and through them its operands, arrays of any size -- for good)
+            r = type(e)(str(e))
         _MAP_DT[key] = r
     if isinstance(r, Exception):
         raise type(r)(str(r))         # (a fresh one: a raised exception keeps its traceback)
