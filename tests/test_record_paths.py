@@ -1,5 +1,6 @@
 """The C record path against its definition, on random programs: binary operators between
-Arrays and with Python scalars (either side), one-operand map functions, releases, the same
+Arrays and with Python scalars (either side), one-operand map functions, basic indexing of
+arrays not computed yet (views), releases, the same
 body recorded three rounds in a row (the second and third follow the trace the first left in
 the trace cache). Each round is recorded by the Python path and by the C path from the same
 state; every work-queue entry (its port: kind, op, dtypes, shape, static arguments, state,
@@ -8,6 +9,7 @@ equal. (Following a cached trace is the C path's own shortcut: the Python path b
 key entry, the C path compares them with the followed trace's; the entries a queue yields are
 the same.) Runs on the reference executor: the rounds are flushed, nothing is compiled."""
 import contextlib
+import gc
 
 import numpy as np
 import pytest
@@ -35,13 +37,21 @@ DTYPES = (np.float32, np.float64, np.int32, np.int64)
 N = 16
 
 # an instruction: ("bin", op, operand, other operand or None, scalar) | ("un", fn, operand)
-# | ("del", operand); operands are indices into the values made so far (modulo their count)
+# | ("del", operand) | ("ix", operand, key items) | ("square", operand); operands are
+# indices into the values made so far (modulo their count); a key item is an int or
+# (start, stop, step) of a slice
+_ITEM = st.one_of(st.integers(-18, 18),
+                  st.tuples(st.one_of(st.none(), st.integers(-18, 18)),
+                            st.one_of(st.none(), st.integers(-18, 18)),
+                            st.sampled_from([None, 1, 2, -1, 3, -2, 0])))
 instruction = st.one_of(
     st.tuples(st.just("bin"), st.sampled_from(sorted(BINARY)), st.integers(0, 63),
               st.one_of(st.none(), st.integers(0, 63)),
               st.sampled_from([2.0, -0.5, 3, 0, 1, True, 7.25])),
     st.tuples(st.just("un"), st.sampled_from(sorted(UNARY)), st.integers(0, 63)),
-    st.tuples(st.just("del"), st.integers(0, 63)))
+    st.tuples(st.just("del"), st.integers(0, 63)),
+    st.tuples(st.just("ix"), st.integers(0, 63), st.lists(_ITEM, min_size=1, max_size=3)),
+    st.tuples(st.just("square"), st.integers(0, 63)))
 programs = st.tuples(st.lists(st.sampled_from(DTYPES), min_size=1, max_size=3),
                      st.lists(instruction, min_size=1, max_size=14))
 
@@ -60,6 +70,13 @@ def _body(arrays, code):
                 vals.append(BINARY[op](a, b))
             elif ins[0] == "un":
                 vals.append(UNARY[ins[1]](vals[ins[2] % len(vals)]))
+            elif ins[0] == "ix":        # basic indexing: a view (the C path's getitem_lazy)
+                key = tuple(k if isinstance(k, int) else slice(*k) for k in ins[2])
+                vals.append(vals[ins[1] % len(vals)][key if len(key) > 1 else key[0]])
+            elif ins[0] == "square":    # a 2-D value to index (a view of a 16-element one)
+                a = vals[ins[1] % len(vals)]
+                if a.size == N:
+                    vals.append(a.reshape(4, 4))
             else:
                 del vals[ins[1] % len(vals)]         # a release (the last reference may go)
         except Exception as e:  # noqa: BLE001 - the same error is expected of both paths
@@ -68,7 +85,11 @@ def _body(arrays, code):
 
 
 def _snapshot(q, arrays, errors):
-    """What a round recorded, without object identities."""
+    """What a round recorded, without object identities. (Cyclic garbage is collected first:
+    an error's traceback holds the frames that raised it, and with them Arrays -- their
+    ports' counts -- until the collector runs; the two paths raise through different
+    frames.)"""
+    gc.collect()
     ext = {a._port.id: n for n, a in enumerate(arrays)}
     pos = {}
     entries = []

@@ -62,6 +62,7 @@ static PyObject *current_queue;  /* workqueue.current_queue */
 static PyObject *settings;       /* config.settings (queue_threshold) */
 static PyObject *iinfo;          /* array._IINFO: dtype -> (min, max) */
 static PyObject *enqueue_plain;  /* array._enqueue_plain: the Python enqueue */
+static PyObject *register_alias; /* indexing.register: an Array reads a base (aliases) */
 static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
 static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
@@ -1790,13 +1791,199 @@ static char *f64_element(PyArrayObject *a, PyObject *key) {
     return p;
 }
 
+/* indexing.register(base, arr): Array ``arr`` reads base port ``base`` (its ``holders``,
+ * id -> weak reference); the Python function when the dict is due for pruning. */
+static int note_alias(PyObject *base, PyObject *arr) {
+    PyObject *h = SLOT(base, P_holders);
+    PyObject *id = PyLong_FromVoidPtr(arr);
+    if (id == NULL)
+        return -1;
+    int rc = -1;
+    if (h != NULL && h != Py_None) {
+        if (!PyDict_CheckExact(h))
+            goto python;
+        PyObject *w = PyDict_GetItemWithError(h, id);
+        if (w != NULL && PyWeakref_CheckRef(w) && PyWeakref_GET_OBJECT(w) == arr) {
+            Py_DECREF(id);
+            return 0;                   /* (already noted: views of a view) */
+        }
+        if (PyErr_Occurred())
+            goto out;
+        Py_ssize_t n = PyDict_GET_SIZE(h);
+        if (n >= 32 && (n & (n - 1)) == 0)
+            goto python;                /* (its dead entries pruned there) */
+    }
+    PyObject *w = PyWeakref_NewRef(arr, NULL);
+    if (w == NULL)
+        goto out;
+    if (h == NULL || h == Py_None) {
+        PyObject *d = PyDict_New();
+        if (d != NULL && PyDict_SetItem(d, id, w) == 0) {
+            set_slot(base, P_holders, d);
+            rc = 0;
+        }
+        Py_XDECREF(d);
+    } else {
+        rc = PyDict_SetItem(h, id, w);
+    }
+    Py_DECREF(w);
+    goto out;
+python: {
+        PyObject *t = PyObject_CallFunctionObjArgs(register_alias, base, arr, NULL);
+        rc = t == NULL ? -1 : 0;
+        Py_XDECREF(t);
+    }
+out:
+    Py_DECREF(id);
+    return rc;
+}
+
+/* a[key] of an array not computed yet, for a key of Python ints and slices (one per leading
+ * axis): the view port Array.__getitem__ records (array._view), its base's count and its
+ * aliases (indexing.register) as there. NULL without an error -> the Python path: another
+ * key, an index out of range (its error), a result under the NumPy tier's limit (the
+ * Python path computes the array first), a computed base, a caller in streamrt itself. */
+static PyObject *getitem_lazy(PyObject *self, PyObject *key) {
+    PyObject *p = SLOT(self, A_port);
+    if (p == NULL || p == Py_None || !plain_now())
+        return NULL;
+    PyObject *base = p, *pst = NULL;
+    Py_ssize_t off = 0;
+    PyObject *shp = SLOT(p, P_shape);
+    if (!PyTuple_CheckExact(shp))
+        return NULL;
+    Py_ssize_t nd = PyTuple_GET_SIZE(shp);
+    if (nd > 32)
+        return NULL;
+    Py_ssize_t dims[32], st[32];
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shp, d));
+        if (dims[d] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (streq(SLOT(p, P_kind), s_view)) {
+        base = PyTuple_GET_ITEM(SLOT(p, P_inputs), 0);
+        PyObject *prm = SLOT(p, P_params);
+        if (!PyTuple_CheckExact(prm) || PyTuple_GET_SIZE(prm) != 2)
+            return NULL;
+        off = PyLong_AsSsize_t(PyTuple_GET_ITEM(prm, 0));
+        pst = PyTuple_GET_ITEM(prm, 1);
+        if ((off == -1 && PyErr_Occurred()) || !PyTuple_CheckExact(pst) ||
+                PyTuple_GET_SIZE(pst) != nd)
+            return NULL;
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            st[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(pst, d));
+            if (st[d] == -1 && PyErr_Occurred())
+                return NULL;
+        }
+    } else {
+        Py_ssize_t acc = 1;
+        for (Py_ssize_t d = nd - 1; d >= 0; d--) {
+            st[d] = acc;
+            acc *= dims[d];
+        }
+    }
+    PyObject *bs = SLOT(base, P_state);
+    if (bs != st_new && bs != st_submitted)
+        return NULL;
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1;
+    if (PyTuple_CheckExact(key)) {
+        n = PyTuple_GET_SIZE(key);
+        items = &PyTuple_GET_ITEM(key, 0);
+    }
+    if (n > nd)
+        return NULL;
+    Py_ssize_t oshape[32], ost[32], m = 0, size = 1;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        if (d >= n) {
+            oshape[m] = dims[d];
+            ost[m++] = st[d];
+        } else if (PyLong_CheckExact(items[d])) {
+            Py_ssize_t i = PyLong_AsSsize_t(items[d]);
+            if (i == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return NULL;
+            }
+            if (i < 0)
+                i += dims[d];
+            if (i < 0 || i >= dims[d])
+                return NULL;
+            off += i * st[d];
+            continue;
+        } else if (PySlice_Check(items[d])) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(items[d], &start, &stop, &step) < 0) {
+                PyErr_Clear();
+                return NULL;
+            }
+            if (step == 0)
+                return NULL;
+            Py_ssize_t len = PySlice_AdjustIndices(dims[d], &start, &stop, step);
+            if (len)
+                off += start * st[d];
+            oshape[m] = len;
+            ost[m++] = st[d] * step;
+        } else {
+            return NULL;
+        }
+        size *= oshape[m - 1];
+    }
+    Py_ssize_t lim = eager_limit();
+    if (lim < 0)
+        return NULL;
+    if (size < lim)
+        return NULL;                    /* (a small read: computed first, in Python) */
+    PyObject *site = user_site();
+    if (site == NULL)
+        return NULL;
+    PyObject *shape = PyTuple_New(m), *strides = PyTuple_New(m), *params = NULL,
+             *inputs = NULL, *v = NULL, *r = NULL;
+    if (shape == NULL || strides == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *a = PyLong_FromSsize_t(oshape[k]), *b = PyLong_FromSsize_t(ost[k]);
+        if (a == NULL || b == NULL) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        PyTuple_SET_ITEM(shape, k, a);
+        PyTuple_SET_ITEM(strides, k, b);
+    }
+    params = Py_BuildValue("(nO)", off, strides);
+    inputs = PyTuple_Pack(1, base);
+    if (params == NULL || inputs == NULL)
+        goto done;
+    v = new_port(s_view, s_view, SLOT(p, P_dtype), shape, inputs, params, site, Py_None,
+                 Py_None, st_new);
+    if (v == NULL || add_nrefs(base, 1) < 0)
+        goto done;
+    r = enqueue(v);
+    if (r == NULL)
+        goto done;
+    /* a write through any alias of the base must be seen through all (indexing.py) */
+    if (note_alias(base, r) < 0 || note_alias(base, self) < 0)
+        Py_CLEAR(r);
+    else
+        n_native++;
+done:
+    Py_DECREF(site);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(params);
+    Py_XDECREF(inputs);
+    Py_XDECREF(v);
+    return r;
+}
+
 /* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
  * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
  * error -> the Python path */
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
     if (pv == NULL)
-        return NULL;
+        return PyErr_Occurred() ? NULL : getitem_lazy(self, key);
     Py_ssize_t lim = eager_limit();
     if (lim <= 0)
         return NULL;
@@ -2325,7 +2512,8 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
         get_obj(cfg, "DEAD", &st_dead) || get_obj(cfg, "refs", &refs) ||
         get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
         get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize) ||
-        get_obj(cfg, "elidable", &elidable) || get_obj(cfg, "sites", &user_codes))
+        get_obj(cfg, "elidable", &elidable) || get_obj(cfg, "sites", &user_codes) ||
+        get_obj(cfg, "register", &register_alias))
         return NULL;
     if (s_out_kw == NULL && (s_out_kw = Py_BuildValue("(s)", "out")) == NULL)
         return NULL;
@@ -2531,7 +2719,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 11
+#define NATIVE_ABI 12
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);

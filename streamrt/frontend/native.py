@@ -18,9 +18,9 @@ from ..core import config, dtypes as D, errors, hooks, ir, keys, stats
 from ..core.config import settings
 from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, tiers, trace_cache, workqueue
-from . import array, pieces
+from . import array, indexing, pieces
 
-ABI = 11    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 12    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -73,7 +73,8 @@ def install(enqueue_plain):
                       if isinstance(getattr(np, u, None), np.ufunc)},
         "supported": set(D.SUPPORTED_SET), "materialize": array._materialize,
         "elidable": _elidable(), "now_elements": cscheduler.WRITE_NOW_ELEMENTS,
-        "sites": errors._SITES, "max_site_codes": errors.MAX_SITE_CODES})
+        "sites": errors._SITES, "max_site_codes": errors.MAX_SITE_CODES,
+        "register": indexing.register})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)
