@@ -144,6 +144,7 @@ _profile_from_env()                 # STREAMRT_PROFILE
 _tune_host_heap()                   # STREAMRT_HOST_HEAP_BYTES (backends/base.py)
 if config.settings.reference:       # STREAMRT_REFERENCE
     debug._hooks.update()
+cscheduler.collect_at_import()      # (last: the imports' objects settle in the old generation)
 
 __all__ = list(_creation_all) + list(_math_all) + list(_shape_mod.__all__) + list(
     _numeric.__all__) + ["errstate", "geterr", "seterr", "geterrcall", "seterrcall"] + [

@@ -80,3 +80,27 @@ def test_the_heap_keeps_freed_buffers_from_the_import_on(tmp_path):
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         assert p.stdout.split() == [str(tuned), "False"]      # (no executor made yet)
+
+
+GC_CHILD = r"""
+import gc, sys
+if sys.argv[1] == "off":
+    gc.disable()
+import streamrt
+print(gc.get_stats()[2]["collections"], gc.get_count()[2], gc.isenabled())
+"""
+
+
+def test_the_import_ends_with_a_full_collection_unless_the_collector_is_off(tmp_path):
+    """The imports' objects are collected through once while the heap is small, so the first
+    long trace does not pay a full collection over them and its own ports
+    (cscheduler.collect_at_import); a program that turned the collector off keeps it off."""
+    def run(mode):
+        p = subprocess.run([sys.executable, "-c", GC_CHILD, mode], env=child_env(tmp_path),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+    full, since, on = run("on")
+    assert int(full) >= 1 and int(since) == 0 and on == "True"
+    full, _, on = run("off")
+    assert full == "0" and on == "False"

@@ -105,7 +105,8 @@ FLAGS = {
     "gc_freeze": Flag("STREAMRT_GC_FREEZE", True, _bool,
                       "After each kernel is first compiled or loaded, collect garbage once and "
                       "freeze the surviving objects (gc.freeze): Numba's object graph then no "
-                      "longer makes every full collection a ~70 ms stall; see docs/guide.md"),
+                      "longer makes every full collection a ~70 ms stall; and one full "
+                      "collection at the end of the import; see docs/guide.md"),
     "serial_elements": Flag("STREAMRT_SERIAL_ELEMENTS", 1 << 15, int,
                             "Kernels over at most this many elements run single-threaded"),
     "profile": Flag("STREAMRT_PROFILE", "", str,
