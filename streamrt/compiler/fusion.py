@@ -268,32 +268,40 @@ def sink_ops(groups, gidx, consumers, max_ops=128):
         moving = {p.id: p for p in g.ops
                   if p.kind == "map" and p.released and not OPS[p.op].counter}
         target = None
-        changed = True
-        while moving and changed:
-            changed = False
-            for p in list(moving.values()):
-                ok = True
-                for c in consumers[p.id]:
-                    if c.id in moving:
-                        continue
-                    hc = gidx.get(c.id)
-                    if hc is None and c.kind != "view":
-                        continue                    # a dead op: reads nothing
-                    if c.kind == "view" or hc <= g.index or \
-                            (target is not None and hc != target):
-                        ok = False
-                        break
-                    t = groups[hc]
-                    if t.kind != "fused" or t.space != g.space or t.chunk != g.chunk:
-                        ok = False
-                        break
-                    target = hc
-                if ok:
-                    ok = all(gidx.get(i.id) != g.index or i.id in moving or kept(i)
-                             for i in p.inputs)
-                if not ok:
-                    del moving[p.id]
-                    changed = True
+        # (a worklist: every member once, in order -- the target kernel is set there: a
+        # member leaving later is one of this kernel's, never an outside reader --, then the
+        # members a leaving one reads or is read by, whose checks may fail now; it was a
+        # rescan of every member after each round that removed one)
+        work = list(moving.values())
+        k = 0
+        while k < len(work):
+            p = work[k]
+            k += 1
+            if p.id not in moving:
+                continue
+            ok = True
+            for c in consumers[p.id]:
+                if c.id in moving:
+                    continue
+                hc = gidx.get(c.id)
+                if hc is None and c.kind != "view":
+                    continue                    # a dead op: reads nothing
+                if c.kind == "view" or hc <= g.index or \
+                        (target is not None and hc != target):
+                    ok = False
+                    break
+                t = groups[hc]
+                if t.kind != "fused" or t.space != g.space or t.chunk != g.chunk:
+                    ok = False
+                    break
+                target = hc
+            if ok:
+                ok = all(gidx.get(i.id) != g.index or i.id in moving or kept(i)
+                         for i in p.inputs)
+            if not ok:
+                del moving[p.id]
+                work.extend(q for q in p.inputs if q.id in moving)
+                work.extend(c for c in consumers[p.id] if c.id in moving)
         if not moving or target is None or \
                 len(groups[target].ops) + len(moving) > max_ops:
             continue
