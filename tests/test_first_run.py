@@ -104,3 +104,33 @@ def test_the_import_ends_with_a_full_collection_unless_the_collector_is_off(tmp_
     assert int(full) >= 1 and int(since) == 0 and on == "True"
     full, _, on = run("off")
     assert full == "0" and on == "False"
+
+
+KEY_CHILD = r"""
+import numpy as np
+import streamrt as ps
+from streamrt.core import keys
+x = ps.asarray(np.linspace(0, 1, 200_000))
+print(float(ps.sum(ps.sin(x) * 2.0 + x)), keys.compiler_versions.cache_info().currsize)
+"""
+
+
+def test_a_new_kernel_cache_is_not_searched_for_markers(tmp_path):
+    """A first run with a new cache (no kernel folder) looks for no marker file beside a
+    kernel it has not compiled, so it computes no program key -- the compiler versions --
+    before it asks for a compile (program_cache.disk_may_hold); with a kernel folder it
+    does."""
+    env = child_env(tmp_path, STREAMRT_JIT="background", STREAMRT_JIT_MARGIN="1e9",
+                    STREAMRT_EAGER_ELEMENTS="65536")
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", KEY_CHILD], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+    value, keyed = run()
+    want = np.linspace(0, 1, 200_000)
+    assert abs(float(value) - float(np.sum(np.sin(want) * 2.0 + want))) < 1e-6
+    assert keyed == "0"
+    (tmp_path / "numba").mkdir(exist_ok=True)
+    assert run()[1] == "1"

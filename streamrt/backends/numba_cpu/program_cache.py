@@ -216,10 +216,19 @@ def worker_lock(cache_dir):
     return f
 
 
+def disk_may_hold() -> bool:
+    """Whether the disk cache may hold kernels or their markers: its kernel folder exists.
+    A first run with a new cache (a fresh machine, a new STREAMRT_CACHE_DIR) then looks for
+    no marker file, and computes no program key -- the compiler versions: reading and
+    hashing the helper modules, finding Numba's version, ~0.4 ms -- until it asks for a
+    compile; what its own worker builds comes back to it through the worker's replies."""
+    return os.path.isdir(os.path.join(config.cache_dir(), "numba"))
+
+
 def compiled_on_disk(source: str, serial: bool) -> bool:
     """Whether a variant of ``source`` was compiled into the disk cache before (by this or an
     earlier process): its first call then loads it."""
-    return os.path.exists(_variant_file(source, serial))
+    return disk_may_hold() and os.path.exists(_variant_file(source, serial))
 
 
 def mark_compiled(source: str, serial: bool):
@@ -258,7 +267,7 @@ class CompileFailed(RuntimeError):
 def failed(source: str):
     """Why ``source`` does not compile, or None (memory first, then its disk marker)."""
     e = _failed.get(source)
-    if e is None and os.path.exists(_marker(source, "failed")):
+    if e is None and disk_may_hold() and os.path.exists(_marker(source, "failed")):
         try:
             with open(_marker(source, "failed")) as f:
                 e = f.read() or "compile failed"
