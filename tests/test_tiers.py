@@ -476,6 +476,17 @@ def interpreted():
         ps.config.set(jit=old)
 
 
+def _matrix_and_vectors():
+    """A computed 300 x 400 matrix (120,000 elements: work over it is recorded) and two
+    computed vectors, as NumPy arrays and as Arrays."""
+    m, n = 300, 400
+    a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
+    u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
+    A, u, v = ps.asarray(a0), ps.asarray(u0), ps.asarray(v0)
+    A.numpy()
+    return a0, u0, v0, A, u, v
+
+
 def test_an_interpreted_kernel_computes_into_a_dying_constant(tier, interpreted, monkeypatch):
     """``A + np.outer(u, v)`` over large arrays: the outer product (a NumPy-tier result no
     Array holds once added) is a temporary as NumPy sees one, and the interpreted kernel
@@ -483,11 +494,7 @@ def test_an_interpreted_kernel_computes_into_a_dying_constant(tier, interpreted,
     array still shows, one an Array holds and one a later program still reads keep their
     values."""
     calls = fresh_results(monkeypatch)
-    m, n = 300, 400                                  # (120,000 elements: recorded)
-    a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
-    u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
-    A, u, v = ps.asarray(a0), ps.asarray(u0), ps.asarray(v0)
-    A.numpy()
+    a0, u0, v0, A, u, v = _matrix_and_vectors()
     r = (A + ps.outer(u, v)) * 2.0                 # (the sum: a temporary of the kernel)
     assert_same(r, (a0 + np.outer(u0, v0)) * 2.0, rtol=1e-15)
     assert calls.count("add") == 0
@@ -517,11 +524,7 @@ def test_an_interpreted_kernel_computes_its_output_into_a_dying_constant(tier, i
     so a first run's fresh output is never written (its pages never faulted in). A buffer
     something else holds is kept."""
     calls = fresh_results(monkeypatch)
-    m, n = 300, 400                                  # (120,000 elements: recorded)
-    a0 = np.linspace(0.0, 1.0, m * n).reshape(m, n)
-    u0, v0 = np.linspace(1.0, 2.0, m), np.linspace(-1.0, 1.0, n)
-    A, u, v = ps.asarray(a0), ps.asarray(u0), ps.asarray(v0)
-    A.numpy()
+    a0, u0, v0, A, u, v = _matrix_and_vectors()
     box = [ps.outer(u, v)]
     where = np.asarray(box[0]).ctypes.data         # (the ndarray dropped at once)
     r = A + box.pop()
