@@ -1859,7 +1859,7 @@ static PyObject *getitem_lazy(PyObject *self, PyObject *key) {
     for (Py_ssize_t d = 0; d < nd; d++) {
         dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shp, d));
         if (dims[d] == -1 && PyErr_Occurred())
-            return NULL;
+            goto python;
     }
     if (streq(SLOT(p, P_kind), s_view)) {
         base = PyTuple_GET_ITEM(SLOT(p, P_inputs), 0);
@@ -1870,11 +1870,11 @@ static PyObject *getitem_lazy(PyObject *self, PyObject *key) {
         pst = PyTuple_GET_ITEM(prm, 1);
         if ((off == -1 && PyErr_Occurred()) || !PyTuple_CheckExact(pst) ||
                 PyTuple_GET_SIZE(pst) != nd)
-            return NULL;
+            goto python;
         for (Py_ssize_t d = 0; d < nd; d++) {
             st[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(pst, d));
             if (st[d] == -1 && PyErr_Occurred())
-                return NULL;
+                goto python;
         }
     } else {
         Py_ssize_t acc = 1;
@@ -1975,6 +1975,9 @@ done:
     Py_XDECREF(inputs);
     Py_XDECREF(v);
     return r;
+python:                                 /* (a shape or view not of plain ints) */
+    PyErr_Clear();
+    return NULL;
 }
 
 /* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
