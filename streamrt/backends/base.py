@@ -485,9 +485,10 @@ def _preset(p, dead):
     output: ~420 page faults, 1-3 ms on a VM) and goes back to the pool --; else the given
     buffer."""
     v = p.value
+    # (references: the port, ``v``, getrefcount's argument -- nothing else holds it)
     if dead and type(v) is np.ndarray and sys.getrefcount(v) == 3 and \
             ufunc_ready(p) and (r := spare(p, dead)) is not None:
-        p.value = r     # (the port, ``v``, getrefcount's argument: nothing else holds it)
+        p.value = r
         return r
     return v
 

@@ -449,8 +449,8 @@ class _Service:
         finally:
             if lock is not None:
                 lock.close()     # (the worker's inherited descriptor holds the lock now)
-            if log not in (None, subprocess.DEVNULL):
-                log.close()
+            if log is not subprocess.DEVNULL:
+                log.close()      # (the worker's inherited descriptor writes to it now)
         t = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                              name="streamrt-jit-reader")
         t.start()
