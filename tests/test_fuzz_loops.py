@@ -48,7 +48,8 @@ def _stmt(data, n, m):
     kind = data.draw(st.sampled_from([
         "region_iop", "region_set", "rebind", "keep_view", "write_view", "read_view",
         "row_of_round", "triangular", "element", "flush_scalar", "outer", "matvec",
-        "transposed", "overlap", "copy", "reversed", "where", "vec_update"]), label="kind")
+        "transposed", "overlap", "copy", "reversed", "where", "vec_update", "outer_sum"]),
+        label="kind")
     X = data.draw(st.sampled_from(MATS), label="target")
     Y = data.draw(st.sampled_from(MATS), label="source")
     c = data.draw(COEF, label="coef")
@@ -159,6 +160,15 @@ def _stmt(data, n, m):
         def f(xp, e, i):
             e[X][r0:r0 + k, c0:c0 + l_] += c * xp.outer(e["u"][:k], e["w"][:l_])
         return f"{X}[{r0}:+{k}, {c0}:+{l_}] += {c} * outer(u[:{k}], w[:{l_}])", f
+    if kind == "outer_sum":
+        # a whole-array sum with NumPy-tier temporaries (the outer products): the result may
+        # be computed into one of their buffers (base._preset, base.spare)
+        two = data.draw(st.booleans(), label="two outers")
+
+        def f(xp, e, i):
+            s = e[X] + xp.outer(e["u"], e["w"])
+            e[X] = s + c * xp.outer(e["u"], e["w"] * 2.0) if two else s * c
+        return f"{X} = {X} + outer(u, w){' + c * outer(u, 2w)' if two else ' * c'}", f
     if kind == "matvec":
         t = data.draw(st.booleans(), label="transposed")
 
