@@ -235,7 +235,7 @@ def measure(module, size, lib, reference, args):
     outdir = tempfile.mkdtemp(prefix=f"progbench-{module}-{size}-{lib}-")
     try:
         firsts, walls = [], []
-        for k in range(max(1, args.first_runs)):
+        for k in range(args.first_runs):
             # each first run: a fresh process with an empty kernel cache of its own
             cache_dir = os.path.join(outdir, f"streamrt-cache-{k}")
             first = run_worker(module, size, lib, "first", outdir, cache_dir, args)
@@ -388,6 +388,7 @@ def main():
     p.add_argument("--worker", nargs=5, metavar=("MODULE", "SIZE", "LIB", "MODE", "OUTDIR"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
+    args.first_runs = max(1, args.first_runs)
 
     if args.worker:
         worker(*args.worker, repeat=args.repeat, warm_seconds=args.warm_seconds)
@@ -444,7 +445,7 @@ def main():
         libs_shown = ["numpy", *libs_shown]
     body, summary = table(records, libs_shown)
     print(f"Times in ms (first: first call in a fresh process, empty streamrt cache, median "
-          f"of {max(1, args.first_runs)} processes; warm: median of later calls); ×: NumPy "
+          f"of {args.first_runs} processes; warm: median of later calls); ×: NumPy "
           "time / library time.\n")
     print(body)
     print()

@@ -2,6 +2,7 @@
 documented tolerance)."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -133,3 +134,20 @@ def compiler_caps(backend, **over):
     without the executor (no device needed); ``over`` replaces entries."""
     from streamrt.backends import registry
     return dict(registry.BACKENDS[backend].caps, **over)
+
+
+@contextlib.contextmanager
+def jit_mode(mode):
+    """STREAMRT_JIT ``mode`` process-wide (kernels may launch on the scheduler's thread, which
+    a ``ps.config.override`` of this thread does not reach); the previous mode after, with
+    what was recorded under each run under it."""
+    import streamrt as ps
+    from streamrt.core.config import settings
+    old = settings.jit
+    ps.sync()
+    ps.config.set(jit=mode)
+    try:
+        yield
+    finally:
+        ps.sync()
+        ps.config.set(jit=old)

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import jit_mode
 
 import streamrt as ps
 from streamrt.core import dtypes as D
@@ -446,13 +447,9 @@ def test_loops_cut_in_two_give_numpys_bits(dtype, helper_always):
 def test_an_interpreted_kernel_cuts_its_loops_and_gives_numpys_bits(helper_always):
     """A time step of fdtd-2d interpreted (large views, region writes in place): its ops run
     on two threads, with NumPy's values bit for bit; STREAMRT_SPLIT_ELEMENTS=0 keeps one."""
-    from streamrt.core.config import settings
     rng = np.random.default_rng(7)
     a0, b0, c0 = (rng.standard_normal((300, 400)) for _ in range(3))
-    old = settings.jit
-    ps.sync()
-    ps.config.set(jit="off")
-    try:
+    with jit_mode("off"):
         for split, cut in ((1 << 15, True), (0, False)):
             with ps.config.override(split_elements=split):
                 ex, ey, hz = ps.asarray(a0).copy(), ps.asarray(b0).copy(), ps.asarray(c0).copy()
@@ -467,9 +464,6 @@ def test_an_interpreted_kernel_cuts_its_loops_and_gives_numpys_bits(helper_alway
                 for got, want in zip((ex, ey, hz), e):
                     assert np.array_equal(np.asarray(got), want)
                 assert (_splits() - before > 10) == cut
-    finally:
-        ps.sync()
-        ps.config.set(jit=old)
 
 
 @two_cpus
@@ -526,12 +520,8 @@ def test_loops_stay_on_one_thread_while_a_compile_runs(monkeypatch):
     """While the compile worker runs (jit.in_flight), an interpreted kernel's loops are not
     cut: the worker needs the second core. Its values are the same."""
     from streamrt.backends.numba_cpu import jit
-    from streamrt.core.config import settings
     x0 = np.linspace(0.0, 1.0, 1 << 18)
-    old = settings.jit
-    ps.sync()
-    ps.config.set(jit="off")
-    try:
+    with jit_mode("off"):
         native.split_state(0)       # (no backing off left by an earlier loop: test below)
         for busy in (1, 0):
             monkeypatch.setattr(jit, "in_flight", lambda busy=busy: busy)
@@ -539,9 +529,6 @@ def test_loops_stay_on_one_thread_while_a_compile_runs(monkeypatch):
             before = _splits()
             _same((X * 2.0 + 1.0) * X, (x0 * 2.0 + 1.0) * x0)
             assert (_splits() > before) == (not busy)
-    finally:
-        ps.sync()
-        ps.config.set(jit=old)
 
 
 @two_cpus

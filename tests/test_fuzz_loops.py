@@ -2,8 +2,8 @@
 tests/test_fuzz.py draws -- slices whose bounds follow the loop index, in-place operators on
 views and regions (overlapping ones too: ``X[1:] += X[:-1]``), kept views written through
 or read after their base changed, element reads and writes, a scalar read mid-loop (a flush)
-that feeds the next statements, float32 and float64 mixed, outer and matrix-vector products, rebinding a name to a new
-array while views of the old one live on. A random program of such statements runs as a
+that feeds the next statements, float32 and float64 mixed, outer and matrix-vector products,
+rebinding a name to a new array while views of the old one live on. A random program of such statements runs as a
 loop body for a few rounds (the second and later rounds follow the trace cache, a line whose
 statement ran at once is marked: runtime/cscheduler.py), with NumPy and with streamrt, on
 both record paths and across the NumPy tier's limits (everything recorded, a limit the
@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import jit_mode
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import streamrt as ps
@@ -258,13 +259,8 @@ def _path(native_on):
 
 @pytest.fixture(scope="module")
 def interpreted():
-    ps.sync()
-    ps.config.set(jit=_JIT)
-    try:
+    with jit_mode(_JIT):
         yield
-    finally:
-        ps.sync()
-        ps.config.set(jit="sync")
 
 
 @FUZZ

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import assert_same
+from helpers import assert_same, jit_mode
 
 import streamrt as ps
 from streamrt.frontend import native
@@ -465,15 +465,8 @@ def fresh_results(monkeypatch):
 @pytest.fixture
 def interpreted():
     """Kernels interpreted, process-wide (they may launch on the scheduler's thread)."""
-    from streamrt.core.config import settings
-    old = settings.jit
-    ps.sync()
-    ps.config.set(jit="off")
-    try:
+    with jit_mode("off"):
         yield
-    finally:
-        ps.sync()
-        ps.config.set(jit=old)
 
 
 def _matrix_and_vectors():

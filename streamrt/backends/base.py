@@ -505,7 +505,7 @@ def _result(p, dead, big):
     element-wise op of ``big`` elements or more, a new one, as NumPy's call would make (its
     loop then runs on two threads: hooks.ufunc_loop); None: NumPy's call makes it."""
     r = spare(p, dead)
-    if r is None and 0 < big <= p.size and p.kind == "map" and type(OPS[p.op].ref) is np.ufunc:
+    if r is None and 0 < big <= p.size and ufunc_ready(p):
         r = _fresh(p)
     return r
 

@@ -112,8 +112,9 @@ def collect_at_import():
     the heap is small -- NumPy's and streamrt's modules, ~28,000 objects, ~5 ms --, so that
     the first long trace does not pay it: the imports left the collector a few
     generation-1 passes from a full one (6 of 10), and a first call recording thousands of
-    ports made it then, over the modules and the live trace (~56,000 objects: 11-15 ms of Game of Life
-    large's first call, 18-23 ms of collections in all against 4.5 after this). Skipped when
+    ports made it then, over the modules and the live trace (~56,000 objects: 11-15 ms of
+    Game of Life large's first call, 18-23 ms of collections in all against 4.5 after this).
+    Skipped when
     the program has turned the collector off, imports streamrt into a large heap (a full
     collection there costs what it costs the program anyway), or keeps the collector's
     defaults (STREAMRT_GC_FREEZE=0)."""

@@ -216,13 +216,24 @@ def worker_lock(cache_dir):
     return f
 
 
+_held: set = set()       # cache roots whose kernel folder was seen (disk_may_hold)
+
+
 def disk_may_hold() -> bool:
     """Whether the disk cache may hold kernels or their markers: its kernel folder exists.
     A first run with a new cache (a fresh machine, a new STREAMRT_CACHE_DIR) then looks for
     no marker file, and computes no program key -- the compiler versions: reading and
     hashing the helper modules, finding Numba's version, ~0.4 ms -- until it asks for a
-    compile; what its own worker builds comes back to it through the worker's replies."""
-    return os.path.isdir(os.path.join(config.cache_dir(), "numba"))
+    compile; what its own worker builds comes back to it through the worker's replies. A
+    folder once seen is remembered (a scan kernel asks at every launch): if it went away,
+    the marker lookups that follow find nothing, as they would have."""
+    root = config.cache_dir()
+    if root in _held:
+        return True
+    if os.path.isdir(os.path.join(root, "numba")):
+        _held.add(root)
+        return True
+    return False
 
 
 def compiled_on_disk(source: str, serial: bool) -> bool:
