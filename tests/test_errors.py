@@ -192,6 +192,19 @@ def test_python_int_overflow_for_int_arrays(arrays):
                                   np.arange(3, dtype=np.int32) + -2 ** 31, strict=True)
 
 
+def test_logical_ops_take_a_python_int_out_of_the_arrays_range_like_numpy():
+    """NumPy's logical_and/or/xor take any C integer with an integer array (only its truth
+    counts): -3 with uint8 is True, not an overflow (the fuzzer found streamrt raising)."""
+    for dt in (np.uint8, np.int8, np.int32):
+        a = np.array([0, 1, 3], dt)
+        x = ps.asarray(a)
+        for v in (-3, 300, -2 ** 40, 2 ** 62):
+            for name in ("logical_and", "logical_or", "logical_xor"):
+                want = getattr(np, name)(a, v)
+                for got in (getattr(ps, name)(x, v), getattr(ps, name)(v, x)):
+                    np.testing.assert_array_equal(np.asarray(got), want, strict=True)
+
+
 @pytest.mark.xfail(strict=True, reason="NumPy 2 (NEP 50) compares integer arrays with Python "
                    "ints outside the dtype's range exactly (int32 < 2**40 is all True); "
                    "streamrt raises StreamrtOverflowError for every op")
