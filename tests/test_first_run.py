@@ -25,7 +25,8 @@ for i in range(3):
     out.append({"r": r, "c": c, "numba": "numba" in sys.modules,
                 "threads": sorted(t.name for t in threading.enumerate()),
                 "stats": {k: st[k] for k in ("kernels_interpreted", "kernels_compiled",
-                                             "ops_eager", "compiles_requested")}})
+                                             "ops_eager", "compiles_requested",
+                                             "first_sights")}})
 want = float(np.sum(np.sin(x * np.float32(3.0)) + x, dtype=np.float64))
 print(json.dumps({"runs": out, "want": want, "c": float(np.cumsum(x * np.float32(2.0))[-1])}))
 """
@@ -50,7 +51,11 @@ def test_a_first_run_waits_for_no_compiler(tmp_path):
         if n < 65536:
             assert first["stats"]["ops_eager"] >= 3            # the NumPy tier ran it
         else:
-            assert first["stats"]["kernels_interpreted"] >= 1  # the trace, interpreted
+            # its two traces' first sights: NumPy ran them op by op, without ProgGen
+            assert first["stats"]["first_sights"] == 2
+            assert first["stats"]["kernels_interpreted"] == 0
+            # seen again: their kernels, interpreted
+            assert res["runs"][1]["stats"]["kernels_interpreted"] >= 1
         if n >= 65536:
             # what runs interpreted is read on this thread: no hand-off to the scheduler's
             assert "streamrt-escheduler" not in first["threads"], first["threads"]
@@ -111,7 +116,8 @@ import numpy as np
 import streamrt as ps
 from streamrt.core import keys
 x = ps.asarray(np.linspace(0, 1, 200_000))
-print(float(ps.sum(ps.sin(x) * 2.0 + x)), keys.compiler_versions.cache_info().currsize)
+print(float(ps.sum(ps.sin(x) * 2.0 + x)), keys.compiler_versions.cache_info().currsize,
+      ps.runtime_stats()["first_sights"])
 """
 
 
@@ -119,7 +125,9 @@ def test_a_new_kernel_cache_is_not_searched_for_markers(tmp_path):
     """A first run with a new cache (no kernel folder) looks for no marker file beside a
     kernel it has not compiled, so it computes no program key -- the compiler versions --
     before it asks for a compile (program_cache.disk_may_hold); with a kernel folder it
-    does."""
+    does. The same holds for a trace's first sight: without a kernel folder nothing
+    compiled can be ready for it, so it runs through NumPy without ProgGen; with one, its
+    kernels may be on disk, so ProgGen builds them (and their keys are looked up)."""
     env = child_env(tmp_path, STREAMRT_JIT="background", STREAMRT_JIT_MARGIN="1e9",
                     STREAMRT_EAGER_ELEMENTS="65536")
 
@@ -128,9 +136,9 @@ def test_a_new_kernel_cache_is_not_searched_for_markers(tmp_path):
                            text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         return p.stdout.split()
-    value, keyed = run()
+    value, keyed, first = run()
     want = np.linspace(0, 1, 200_000)
     assert abs(float(value) - float(np.sum(np.sin(want) * 2.0 + want))) < 1e-6
-    assert keyed == "0"
+    assert keyed == "0" and first == "1"
     (tmp_path / "numba").mkdir(exist_ok=True)
-    assert run()[1] == "1"
+    assert run()[1:] == ["1", "0"]

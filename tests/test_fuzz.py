@@ -353,7 +353,7 @@ def test_random_programs_match_numpy(executor, data):
         from streamrt.backends import registry
         assert registry.get().name == executor
         before = ps.runtime_stats()
-        _random_program(data)
+        _random_program(data, sight=executor == "cpu")
         after = ps.runtime_stats()
     for k in ("fallbacks", "fp64_fallbacks", "fallback_to_reference"):
         assert after[k] == before[k], f"{k}: a program did not run on {executor}"
@@ -371,17 +371,25 @@ FUZZ_LARGE = settings(FUZZ, max_examples=20)
 def test_random_programs_on_large_arrays_match_numpy(executor, data):
     with ps.config.override(backend=executor):
         before = ps.runtime_stats()
-        _random_program(data, LARGE_DIMS, max_elements=LARGE_MAX_ELEMENTS)
+        _random_program(data, LARGE_DIMS, max_elements=LARGE_MAX_ELEMENTS,
+                        sight=executor == "cpu")
         after = ps.runtime_stats()
     for k in ("fallbacks", "fp64_fallbacks", "fallback_to_reference"):
         assert after[k] == before[k], f"{k}: a program did not run on {executor}"
 
 
-def _random_program(data, dims=st.integers(1, MAX_DIM), max_elements=None):
+def _random_program(data, dims=st.integers(1, MAX_DIM), max_elements=None, sight=False):
     # the tiers: everything recorded (0), everything small on the NumPy tier, or a limit in
     # between so that computed and recorded arrays meet (the switch points)
     lim = data.draw(st.sampled_from([0, 3, 16, 1 << 16]), label="eager limit")
-    with ps.config.override(eager_elements=lim):
+    kw = {}
+    # ... and, on the CPU, kernels not compiled and every trace's first read a first sight:
+    # its ops run through NumPy without ProgGen (runtime/cscheduler.py _first_sight)
+    if sight and data.draw(st.booleans(), label="first sights"):
+        from streamrt.runtime import trace_cache
+        trace_cache.get().forget_sights()
+        kw["jit"] = "off"
+    with ps.config.override(eager_elements=lim, **kw):
         _program(data, dims, max_elements)
 
 

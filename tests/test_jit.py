@@ -31,26 +31,38 @@ def _expect(a, b):
 @pytest.fixture
 def background(stats, tmp_path):
     """Background compiles, process-wide (kernels launch on the scheduler's thread, which a
-    ps.config.override of this thread does not reach), into an empty kernel cache."""
+    ps.config.override of this thread does not reach), into an empty kernel cache; no trace
+    seen before (a trace's first sight runs without ProgGen: cscheduler._first_sight)."""
     from streamrt.core.config import settings
-    old = settings.cache_dir
+    old, backend = settings.cache_dir, settings.backend
     jit.reset()
-    ps.config.set(jit="background", cache_dir=str(tmp_path))
+    ps.clear_caches()
+    # (the CPU executor's tiers: with a device found, placement would weigh it first)
+    ps.config.set(jit="background", cache_dir=str(tmp_path), backend="cpu")
     try:
         yield stats
     finally:
         jit.wait(120)
-        ps.config.set(jit="sync", jit_margin=1.0, cache_dir=old)
+        ps.config.set(jit="sync", jit_margin=1.0, cache_dir=old, backend=backend)
         jit.reset()
 
 
 def test_a_cold_kernel_runs_interpreted_and_compiles_nothing_here(background):
+    """A trace's first sight runs through NumPy op by op (no ProgGen, no kernel); when it
+    comes again its kernel runs interpreted, and nothing is compiled."""
     rng = np.random.default_rng(0)
     a, b = rng.random(N), rng.random(N)
     ps.config.set(jit_margin=1e9)                       # never worth compiling
-    r = _program(ps.asarray(a), ps.asarray(b))
+    x, y = ps.asarray(a), ps.asarray(b)
+    r = _program(x, y)
     assert_same(r, _expect(a, b), rtol=1e-15)
     st = background()
+    assert st["first_sights"] == 1 and st["trace_cache_misses"] == 0
+    assert st["kernels_interpreted"] == 0 and st["kernels_launched"] == 0
+    r = _program(x, y)
+    assert_same(r, _expect(a, b), rtol=1e-15)
+    st = background()
+    assert st["first_sights"] == 1 and st["trace_cache_misses"] == 1
     assert st["kernels_interpreted"] == 1
     assert st["kernels_launched"] == 0 and st["kernels_compiled"] == 0
     assert st["compiles_in_flight"] == 0
@@ -100,7 +112,9 @@ def test_with_the_jit_off_a_hot_kernel_compiles_nothing(background):
     for _ in range(3):
         assert_same(_program(x, y), _expect(a, b), rtol=1e-15)
     st = background()
-    assert st["kernels_interpreted"] == 3 and st["compiles_requested"] == 0
+    # (the first call is the trace's first sight: no kernel)
+    assert st["first_sights"] == 1
+    assert st["kernels_interpreted"] == 2 and st["compiles_requested"] == 0
     assert st["kernels_launched"] == 0
 
 
@@ -132,31 +146,38 @@ def test_a_kernel_far_slower_interpreted_waits_for_its_compile(background, monke
     monkeypatch.setattr(jit, "NUMBA_LOAD_S", 0.0)               # (its saving pays for Numba)
     rng = ps.random.default_rng(3)
     small = float(ps.mean(rng.random(N // 2)))              # estimated under the limit
+    st = background()               # (the trace's first sight: NumPy, no kernel)
+    assert st["first_sights"] == 1 and st["kernels_interpreted"] == 0
+    for _ in range(2):              # seen again: its kernel, interpreted
+        small = float(ps.mean(rng.random(N // 2)))
     st = background()
-    assert st["kernels_interpreted"] == 1 and st["compiles_requested"] == 0
+    interpreted = st["kernels_interpreted"]
+    assert interpreted >= 1 and st["compiles_requested"] == 0
     big = float(ps.mean(rng.random(N)))                     # over it
     st = background()
-    assert st["kernels_interpreted"] == 1 and st["kernels_launched"] == 1
+    assert st["kernels_interpreted"] == interpreted and st["kernels_launched"] == 1
     assert st["compiles_requested"] == 1 and st["kernels_compiled"] == 1
     assert abs(small - 0.5) < 0.01 and abs(big - 0.5) < 0.01
 
 
 def test_a_short_script_never_loads_numba(tmp_path):
-    """A fresh process whose large work runs a few times: interpreted, no compiler, and
-    Numba never imported (its import alone costs about half a second)."""
+    """A fresh process whose large work runs a few times: through NumPy (its first sight,
+    then its kernel interpreted), no compiler, and Numba never imported (its import alone
+    costs about half a second)."""
     code = textwrap.dedent(f"""
         import sys, numpy as np, streamrt as ps
         x = ps.asarray(np.random.default_rng(0).random({N}))
         for _ in range(3):
             s = float(ps.sum(ps.sin(x) * x + 1.0))
         st = ps.runtime_stats()
-        print(st["kernels_interpreted"], st["kernels_launched"], "numba" in sys.modules)
+        print(st["kernels_interpreted"], st["kernels_launched"], "numba" in sys.modules,
+              st["first_sights"])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=child_env(tmp_path, STREAMRT_JIT="background"), timeout=300)
     assert out.returncode == 0, out.stderr
-    interpreted, launched, numba = out.stdout.split()
-    assert int(interpreted) >= 3 and launched == "0" and numba == "False"
+    interpreted, launched, numba, first = out.stdout.split()
+    assert int(interpreted) >= 2 and launched == "0" and numba == "False" and first == "1"
 
 
 def test_a_second_process_finds_the_kernels_compiled(tmp_path):
@@ -189,8 +210,8 @@ x = ps.asarray(np.random.default_rng(0).random({n}))
 for _ in range(3):
     s = float(ps.sum(ps.sin(x) * x + 1.0))
 st = ps.runtime_stats()
-print(st["kernels_interpreted"], st["kernels_launched"], st["compiles_requested"],
-      "numba" in sys.modules)
+print(st["kernels_interpreted"] + st["first_sights"], st["kernels_launched"],
+      st["compiles_requested"], "numba" in sys.modules)
 """
 
 

@@ -531,3 +531,102 @@ def test_an_interpreted_kernel_computes_its_output_into_a_dying_constant(tier, i
     assert np.asarray(r2).ctypes.data != shown.ctypes.data
     assert_same(r2, a0 + np.outer(u0, v0), rtol=1e-15)
     assert_same(shown, np.outer(u0, v0), rtol=1e-15)
+
+
+@pytest.fixture
+def first_sights(interpreted, stats):
+    """Kernels never compiled (STREAMRT_JIT=off), flushes on the CPU executor, and no trace
+    seen yet: a new trace's first read is its first sight (runtime/cscheduler.py
+    ``_first_sight``)."""
+    from streamrt.runtime import trace_cache
+    trace_cache.get().forget_sights()
+    with ps.config.override(backend="cpu"):
+        yield stats
+
+
+def test_a_first_sight_runs_through_numpy_then_the_trace_builds_its_kernels(first_sights):
+    """The first read of a trace runs its ops through NumPy without ProgGen; the second
+    builds the kernels (a trace-cache miss) and runs them interpreted; the third hits."""
+    def f(xp, x):
+        return xp.sum(xp.sin(x) * 2.0 + x)
+    a0 = np.linspace(-1.0, 1.0, 100_000)
+    x = ps.asarray(a0)
+    seen = []
+    for _ in range(3):
+        assert_same(f(ps, x), f(np, a0), rtol=1e-12)
+        st = first_sights()
+        seen.append((st["first_sights"], st["trace_cache_misses"], st["trace_cache_hits"],
+                     st["kernels_interpreted"]))
+    assert seen == [(1, 0, 0, 0), (1, 1, 0, 1), (1, 1, 1, 2)]
+    # another size of the same code is not a first sight (a triangular loop's rows)
+    b0 = a0[:70_000].copy()
+    assert_same(f(ps, ps.asarray(b0)), f(np, b0), rtol=1e-12)
+    assert first_sights()["first_sights"] == 1
+
+
+def test_a_first_sight_keeps_what_arrays_and_views_still_show(first_sights):
+    """Values an Array holds keep their buffers; a temporary read through a view lives until
+    that read (the loop fuzzer found a dying constant dropped before its view was read)."""
+    a0 = np.linspace(0.0, 1.0, 4096).reshape(64, 64)
+    A = ps.asarray(a0)
+    t = A * 2.0                           # held
+    r = ps.sum(t[::-1] + t, axis=0)       # read through a view and directly
+    s = (A + 1.0)[::-1, :].sum()          # a temporary read through a view only
+    assert_same(r, np.sum((a0 * 2.0)[::-1] + a0 * 2.0, axis=0), rtol=1e-14)
+    assert_same(s, (a0 + 1.0)[::-1, :].sum(), rtol=1e-14)
+    assert_same(t, a0 * 2.0)
+    assert first_sights()["first_sights"] >= 1
+    # the fuzzer's program: u's old buffer (a dying constant) read directly and reversed
+    with native.disabled():
+        u0, w0, M = np.linspace(0.1, 0.8, 8), np.array([0.3, 0.7]), np.linspace(0, 1, 16)
+        M = M.reshape(8, 2)
+        e = {"u": ps.asarray(u0.copy()), "w": ps.asarray(w0.copy()), "A": ps.asarray(M)}
+        ref = {"u": u0.copy(), "w": w0.copy(), "A": M}
+        for xp, d in ((ps, e), (np, ref)):
+            for _ in range(2):
+                d["w"] = d["w"] * 0.5 + (d["A"].T @ d["u"]) * 0.1
+                u = d["u"]
+                u[:8] = u[:8] + -1.5 * u[7::-1]
+        for k in ("u", "w"):
+            assert_same(e[k], ref[k], rtol=1e-14)
+
+
+def test_a_first_sight_is_not_taken_for_region_writes_or_with_compiles_wanted(first_sights):
+    """A trace writing a region of an array, and any trace while kernels compile at once
+    (STREAMRT_JIT=sync), go to ProgGen at their first sight."""
+    a0 = np.linspace(0.0, 1.0, 100_000)
+    x = ps.asarray(a0.copy())
+    x[10:20] = ps.sin(x[10:20]) + 1.0
+    y = ps.cos(x) * 3.0
+    want = a0.copy()
+    want[10:20] = np.sin(want[10:20]) + 1.0
+    assert_same(y, np.cos(want) * 3.0, rtol=1e-15)
+    assert first_sights()["first_sights"] == 0
+    with ps.config.override(jit="sync"):
+        assert_same(ps.exp(x) - x, np.exp(want) - want, rtol=1e-15)
+    assert first_sights()["first_sights"] == 0
+
+
+def test_a_first_sight_that_fails_fails_at_the_read_and_the_next_runs(first_sights,
+                                                                        monkeypatch):
+    """A fault while a first sight runs (memory exhausted) fails the read with an
+    ExecutionError naming the ops' lines; nothing hangs, the inputs keep their values, and
+    the trace runs when asked again."""
+    from streamrt.backends import base
+    ref = base._interpret
+
+    def run(ops, *args, **kw):
+        if any(p.op == "sin" for p in ops):
+            raise MemoryError("no memory for sin")
+        return ref(ops, *args, **kw)
+    a0 = np.linspace(0.0, 1.0, 100_000)
+    x = ps.asarray(a0)
+    monkeypatch.setattr(base, "_interpret", run)
+    y = ps.sin(x) * 2.0
+    with pytest.raises(ps.ExecutionError, match="MemoryError: no memory for sin") as ei:
+        y.numpy()
+    assert "test_tiers.py" in str(ei.value)
+    assert first_sights()["first_sights"] == 1
+    monkeypatch.setattr(base, "_interpret", ref)
+    assert_same(ps.sin(x) * 2.0, np.sin(a0) * 2.0, rtol=1e-15)
+    assert_same(x, a0)

@@ -436,6 +436,8 @@ def interpret(ops, keep, regions, alias, alloc, dying=(), cut=True):
     for n, p in enumerate(ops):
         for i in p.inputs:
             last[i.id] = n
+            if i.kind == "view":        # (read through a view: its base lives as long)
+                last[i.inputs[0].id] = n
     into_region = region_values(ops, regions, keep, alias) if regions else {}
     # an element-wise op this long gets its result buffer first: its loop then runs on two
     # threads where NumPy's call would make the result itself

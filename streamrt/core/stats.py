@@ -22,7 +22,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "intrinsics_launched", "sequences_submitted", "sequences_cancelled", "flushes", "bytes_allocated",
         "buffers_allocated", "host_buffers_reused", "kernel_splits", "fallbacks",
         "fallback_to_reference", "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses",
-        "trace_cache_shape_hits", "trace_cache_offset_hits",
+        "trace_cache_shape_hits", "trace_cache_offset_hits", "first_sights",
         "macro_cache_hits", "macro_cache_misses", "program_cache_memory_hits",
         "program_cache_disk_hits",
         "compile_seconds", "kernels_interpreted", "compiles_requested", "compile_failures",

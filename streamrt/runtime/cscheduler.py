@@ -12,14 +12,15 @@ import numpy as np
 
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
-from ..core.errors import UNKNOWN, CancelledError, MacroError, callsite, record_error
+from ..core.errors import (UNKNOWN, CancelledError, ExecutionError, MacroError, callsite,
+                           record_error)
 from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, dying_buffer, is_scratch
 from ..core.ops import OPS
 from .. import compiler
-from ..compiler import sequence
+from ..compiler import analysis, sequence
 from ..compiler.kernel import is_update
 from ..backends.base import HostPool, host_pool, interpret
-from ..backends.numba_cpu import jit
+from ..backends.numba_cpu import jit, program_cache
 from . import direct, escheduler as es_mod, macro_cache, placement, tiers, trace_cache
 from .flow import Flow
 from .workqueue import current_queue
@@ -82,7 +83,8 @@ def _program_sequence(entries, kparts, kports, executor, macro_key=None, direct_
                 t.direct = direct.trace_plan(t, seq, kports, executor, cache.stat) or False
             return seq, True
         with _gc_paused():
-            return _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key)
+            return _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key,
+                         direct_ok)
     with _gc_paused():
         return compiler.generate(entries, executor.caps, reusable), None
 
@@ -123,9 +125,11 @@ def collect_at_import():
         gc.collect()
 
 
-def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key):
-    """_program_sequence after a trace-cache miss: a shape-generic hit, or ProgGen (whose
-    template is cached)."""
+def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key,
+          direct_ok=False):
+    """_program_sequence after a trace-cache miss: a shape-generic hit, a first sight run
+    through NumPy (``_first_sight``: returns (None, None)), or ProgGen (whose template is
+    cached)."""
     prof = hooks.profiler
     gkey = None
     if macro_key is None:
@@ -146,6 +150,8 @@ def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key):
                 if prof is not None:
                     prof.cache(cache.stat[:5], True, _first_site(entries))
                 return seq, True
+        if direct_ok and cache.first_sight(gkey) and _first_sight(entries):
+            return None, None
     esites = [e[1].site for e in entries if e[0] == "compute"]
     why = None
     if settings.debug >= 1 or prof is not None:
@@ -162,6 +168,86 @@ def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key):
         if gkey is not None and t.generic:
             cache.insert_generic(key, gkey, t)
     return seq, False
+
+
+FIRST_SIGHT_ELEMENTS = 1 << 22   # _first_sight: element-wise work of a trace seen the first time
+# ... and the intrinsics it runs: none that writes a region or raises on values (LinAlgError)
+FIRST_SIGHT_INTRINSICS = frozenset({"matmul", "tensordot", "einsum", "sort", "argsort",
+                                    "cumsum", "cumprod", "convolve", "correlate"})
+
+
+def _first_sight(entries) -> bool:
+    """Run a flush whose trace (its shape-generic key) this process has not seen before
+    through NumPy, op by op in recording order, instead of ProgGen: True when it ran. The
+    flush is read now (``direct_ok``), everything it reads is computed, and it holds no region
+    write, at most FIRST_SIGHT_ELEMENTS element-wise and reduced elements in all. ProgGen
+    and its template only pay when the trace comes again: its kernels run interpreted until
+    the cost model compiles them, and that happens after runs of the same trace -- while on
+    its first sight ProgGen, placement and the launch cost 1-3 ms of first-executed code
+    (gemver small: ~1.5 ms over NumPy's 3.5 for the whole program). A trace seen again takes
+    ProgGen and the trace cache as before (its second sight is a miss, the third a hit); a
+    kernel compiled by an earlier process is used from the second sight on: over this many
+    elements, fusing saves less than ProgGen and loading it cost a first sight.
+    Values no Array holds are dropped after their last use and element-wise ops write into
+    dying temporaries, as the CPU executor's interpreter does (backends/base.py
+    ``interpret``)."""
+    m = jit.mode()
+    if m == "sync" or m == "background" and (settings.jit_margin <= 0 or
+                                              program_cache.disk_may_hold()):
+        return False
+    f = _flow
+    if f is not None and f.inflight:
+        return False
+    ports = analysis.collect(entries)
+    made, n, rng = set(), 0, 0
+    for p in ports:
+        k = p.kind
+        if k == "view":
+            b = p.inputs[0]
+            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
+                return False
+            made.add(p.id)
+            continue
+        if k == "intrinsic":
+            if p.op not in FIRST_SIGHT_INTRINSICS:
+                return False
+        elif k == "map" or k == "reduce":
+            n += max(p.size, p.inputs[0].size if k == "reduce" else 0)
+            if n > FIRST_SIGHT_ELEMENTS:
+                return False
+            if k == "map" and OPS[p.op].counter:
+                rng += p.size
+        else:
+            return False
+        for i in p.inputs:
+            if i.kind == "scalar" or i.id in made:
+                continue
+            b = i.inputs[0] if i.kind == "view" else i
+            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
+                return False
+        made.add(p.id)
+    if rng * jit.RNG_ELEMENT_S >= jit.INTERPRET_WAIT_S:
+        return False        # (its kernel may be compiled first: jit.compile_first)
+    live, consumers, _ = analysis.backward(ports)
+    keep = analysis.forward(live, consumers, {})
+    ops = [p for p in live if p.kind != "view"]
+    stats.add("first_sights")
+    stats.add("flushes")
+    try:
+        interpret(ops, keep, (), (), lambda shape, dt: np.empty(shape, dt), _dying(ops),
+                  cut=jit.in_flight() == 0)
+    except Exception as e:  # noqa: BLE001 - delivered at the read (MemoryError), as a run's
+        sites = "\n  ".join(str(p.site) for p in ops if p.site is not None) or "(unknown)"
+        err = ExecutionError(f"{type(e).__name__}: {e}\n in ops recorded at:\n  {sites}")
+        for p in live:
+            p.state, p.error, p.value = FAILED, err, None
+        return True
+    for p in live:
+        p.state = DONE
+        if p.kind != "view":
+            p.inputs = ()           # (as a run's outputs: the graph behind them is let go)
+    tiers.note_eager(len(ops))
+    return True
 
 
 def reusable_bases(entries, q, executor, through=None):

@@ -56,6 +56,8 @@ class TraceCache:
         self._gkey = {}             # key -> its generic key (dropped with it)
         self.lock = threading.Lock()
         self.evictions = 0
+        # generic keys of the traces seen once and run without ProgGen (cscheduler._first_sight)
+        self._seen = LRUCache(maxsize=4 * max_entries)
 
     @staticmethod
     def _first(key):
@@ -141,8 +143,23 @@ class TraceCache:
         self._canon.pop(key, None)
         self.evictions += 1
 
+    def first_sight(self, gkey) -> bool:
+        """True the first time a trace of shape-generic key ``gkey`` misses (it is noted as
+        seen then), False after."""
+        with self.lock:
+            if gkey in self._seen:
+                return False
+            self._seen[gkey] = None
+            return True
+
+    def forget_sights(self):
+        """Every trace's next miss is a first sight again."""
+        with self.lock:
+            self._seen.clear()
+
     def clear(self):
         with self.lock:
+            self._seen.clear()
             self._all.clear()
             self.generic.clear()
             self._gkey.clear()
