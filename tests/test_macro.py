@@ -56,6 +56,62 @@ def test_replay_matches_body_and_skips_it(stats):
     assert st["macro_cache_misses"] == 1 and st["macro_cache_hits"] == 5
 
 
+def test_small_computed_inputs_run_the_body_on_the_numpy_tier_once_recorded(stats):
+    """With the NumPy tier on, a call whose array arguments are computed and small runs the
+    body itself (its ops at once, at NumPy's cost) once a call with that signature has been
+    recorded -- a replay's flush and kernel launch cost more than such a body --; large
+    inputs still replay."""
+    ran = []
+
+    @ps.macro
+    def step(u, c):
+        ran.append(1)
+        v = u * 0.5 + ps.sin(u) * c
+        return v, ps.sum(v * v)
+
+    with ps.config.override(eager_elements=1 << 16):
+        u0 = _f64(seed=3)
+        u, ref = ps.asarray(u0), u0
+        for i in range(4):
+            u, s = step(u, 2.0)
+            ref = ref * 0.5 + np.sin(ref) * 2.0
+            assert_same(u, ref, ulps=8, what=f"call {i}")
+            assert float(s) == pytest.approx(float(np.sum(ref * ref)), rel=1e-12)
+        assert len(ran) == 4 and step.calls == 4 and step.replays == 0
+        st = stats()
+        assert st["macro_cache_misses"] == 1 and st["macro_calls_at_once"] == 3
+        assert st["ops_eager"] >= 3 * 5     # (the three calls' ops ran at once)
+        step(u, 3.0)                        # another control: recorded first
+        assert stats()["macro_cache_misses"] == 2 and stats()["macro_calls_at_once"] == 3
+        v, _ = step(u0, 2.0)                # a NumPy array: an Array comes back
+        assert isinstance(v, ps.Array) and stats()["macro_calls_at_once"] == 4
+        assert_same(v, u0 * 0.5 + np.sin(u0) * 2.0, ulps=8)
+        big0 = _f64(n=1 << 17, seed=4)
+        big = ps.asarray(big0)
+        for _ in range(3):
+            w, _ = step(big, 2.0)
+        assert step.replays == 2 and stats()["macro_calls_at_once"] == 4
+        assert_same(w, big0 * 0.5 + np.sin(big0) * 2.0, ulps=8)
+
+
+def test_a_small_call_that_writes_its_input_still_raises(stats):
+    """The body runs at once only for a signature recorded before, so what a recording
+    refuses -- a write into an input -- raises at every call, small inputs too."""
+    @ps.macro
+    def f(a):
+        a[0] = 5.0
+        return a
+
+    with ps.config.override(eager_elements=1 << 16):
+        a = _f64(seed=5)
+        x = ps.asarray(a)
+        for _ in range(2):
+            with pytest.raises(ps.MacroError):
+                f(x)
+        assert_same(x, a)
+        assert stats()["macro_calls_at_once"] == 0
+
+
 def test_replay_uses_the_new_inputs_values(stats):
     ran = []
 

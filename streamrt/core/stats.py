@@ -23,7 +23,7 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "buffers_allocated", "host_buffers_reused", "kernel_splits", "fallbacks",
         "fallback_to_reference", "disk_cache_rejected", "trace_cache_hits", "trace_cache_misses",
         "trace_cache_shape_hits", "trace_cache_offset_hits", "first_sights",
-        "macro_cache_hits", "macro_cache_misses", "program_cache_memory_hits",
+        "macro_cache_hits", "macro_cache_misses", "macro_calls_at_once", "program_cache_memory_hits",
         "program_cache_disk_hits",
         "compile_seconds", "kernels_interpreted", "compiles_requested", "compile_failures",
         "kernels_slower_compiled", "inline_sequences", "direct_replays", "reference_mismatches",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 
 import numpy as np
 
@@ -25,9 +26,10 @@ from .. import compiler
 from ..compiler import sequence
 from ..backends import registry
 from ..backends.numba_cpu import jit
-from ..runtime import macro_cache, cscheduler, direct
+from ..runtime import macro_cache, cscheduler, direct, tiers
 from ..runtime.workqueue import current_queue
-from .array import Array, const_port
+from .array import Array, const_port, host
+from .creation import asarray
 
 
 class _Recording:
@@ -166,6 +168,9 @@ class Macro:
         # the last section replayed directly, for calls with only plain Array arguments:
         # (settings memo, cache generation, argument signature, section)
         self._last = None
+        # signatures of small computed inputs recorded before: their calls run the body on
+        # the NumPy tier (_small_sig, _run_at_once)
+        self._at_once = set()
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
@@ -222,6 +227,9 @@ class Macro:
                 return self.fn(*args, **kwargs)
             finally:
                 rec.stack.pop()
+        small = _small_sig(args, kwargs, site, self.name)
+        if small is not None and small in self._at_once:
+            return self._run_at_once(args, kwargs)
         inputs, sig, args, kwargs = self._split_args(args, kwargs, site)
         executor = registry.get()
         key = (self, sig, keys.settings_key(executor.name))
@@ -229,6 +237,9 @@ class Macro:
         sec = cache.section(key)
         prof = hooks.profiler
         if sec is not None:
+            if small is not None:       # (recorded before with inputs this small)
+                self._note_at_once(small)
+                return self._run_at_once(args, kwargs)
             if sec.direct and cscheduler.direct_ok():
                 if q.entries:
                     cscheduler.flush(q, reason="macro-begin")
@@ -245,7 +256,30 @@ class Macro:
         cache.note(False)
         if prof is not None:
             prof.cache("macro", False, site, f"first call of {self.name} with this signature")
-        return self._record(key, inputs, args, kwargs, q, executor, site)
+        out = self._record(key, inputs, args, kwargs, q, executor, site)
+        if small is not None:
+            self._note_at_once(small)
+        return out
+
+    # ---- small computed inputs: the body on the NumPy tier --------------------------------
+    def _note_at_once(self, small):
+        if len(self._at_once) >= 256:
+            self._at_once.clear()
+        self._at_once.add(small)
+
+    def _run_at_once(self, args, kwargs):
+        """The body itself, its ops on the NumPy tier (NumPy arrays passed as Arrays), for a
+        signature recorded before (so its errors -- a write into an input, a read -- were
+        raised then): a replay costs a flush, a template's instantiation and a kernel launch,
+        30-80 us, where the ops of a small body cost NumPy's (run.py's smallloop_macro: 10
+        ops on 1,000-element arrays, 80 us a replay interpreted, 32 compiled, ~4 at once)."""
+        self.calls += 1
+        stats.add("macro_calls_at_once")
+        if any(type(v) is np.ndarray for v in args):
+            args = [asarray(v) if type(v) is np.ndarray else v for v in args]
+        if kwargs and any(type(v) is np.ndarray for v in kwargs.values()):
+            kwargs = {k: asarray(v) if type(v) is np.ndarray else v for k, v in kwargs.items()}
+        return self.fn(*args, **kwargs)
 
     # ---- the fast path: same plain-Array signature as the last direct replay -------------
     @staticmethod
@@ -380,6 +414,36 @@ class Macro:
                 sec, seq, ports, executor, Array._wrap, _unflatten)) or False
         cscheduler.submit_replay(seq, ports, executor)
         return _unflatten(sec.struct, leaves)
+
+
+def _small_sig(args, kwargs, site, name):
+    """The signature under which a call may run the macro's body on the NumPy tier -- every
+    array argument computed and under the tier's limit, the tier on
+    (STREAMRT_EAGER_ELEMENTS) -- or None: each array's shape, dtype and strides, each other
+    argument's control key (positional, then keywords by name)."""
+    if not tiers.eager_now():
+        return None
+    lim = tiers.limit()
+    sig = []
+    found = False
+    items = enumerate(args) if not kwargs else \
+        itertools.chain(enumerate(args), sorted(kwargs.items()))
+    for k, v in items:
+        t = type(v)
+        if t is Array:
+            h = host(v)
+            if h is None or h.size >= lim:
+                return None
+            sig.append((k, h.shape, h.dtype, h.strides))
+            found = True
+        elif t is np.ndarray:
+            if v.size >= lim:
+                return None
+            sig.append((k, v.shape, v.dtype, v.strides))
+            found = True
+        else:
+            sig.append((k, _control_key(v, site, name)))
+    return tuple(sig) if found else None
 
 
 def proggen_generate(entries, executor):
