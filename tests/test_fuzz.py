@@ -39,10 +39,24 @@ FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None
 
 
 class Node:
-    __slots__ = ("inexact", "np", "ps")
+    # eps: a narrower float dtype whose rounding the values carry (a float32 loop written
+    # into a float64 array with out=), or None
+    __slots__ = ("eps", "inexact", "np", "ps")
 
-    def __init__(self, p, n, inexact):
-        self.ps, self.np, self.inexact = p, n, inexact
+    def __init__(self, p, n, inexact, eps=None):
+        self.ps, self.np, self.inexact, self.eps = p, n, inexact, eps
+
+
+def _eps(*nodes):
+    """The narrowest ``eps`` of ``nodes`` (other arguments ignored)."""
+    e = [n.eps for n in nodes if isinstance(n, Node) and n.eps is not None]
+    return min(e, key=lambda d: d.itemsize) if e else None
+
+
+def _tol_dtype(node, dt=None):
+    """The dtype whose epsilon a comparison of ``node`` (its result dtype ``dt``) allows."""
+    dt = node.np.dtype if dt is None else dt
+    return node.eps if node.eps is not None and node.eps.itemsize < dt.itemsize else dt
 
 
 def _values(rng, shape, dt):
@@ -133,7 +147,7 @@ def _apply(name, args):
         raise
     inexact = op.float_tol and ref.dtype.kind == "f" or any(
         isinstance(a, Node) and a.inexact for a in args)
-    return Node(got, ref, inexact)
+    return Node(got, ref, inexact, _eps(*args))
 
 
 def _binds(ref, args):
@@ -199,6 +213,9 @@ def _out_step(data, pool):
     r = getattr(ps, name)(*[a.ps for a in args], out=target.ps, **kw)
     assert r is target.ps
     target.inexact = target.inexact or op.float_tol or any(a.inexact for a in args)
+    # NumPy runs the inputs' loop and casts: a float32 loop's rounding in a float64 target
+    loop = natural if natural is not None and natural.kind == "f" else None
+    target.eps = _eps(target, *args, *([Node(None, None, False, loop)] if loop else []))
     return None
 
 
@@ -217,7 +234,7 @@ def _read_step(data, pool):
         c = np.array(n.ps)
         assert c.flags.writeable
         c[(0,) * c.ndim] = 1
-    rtol, atol = (_tolerance(n.np.dtype, 1.0 + float(np.max(np.abs(
+    rtol, atol = (_tolerance(_tol_dtype(n), 1.0 + float(np.max(np.abs(
         n.np[np.isfinite(n.np)]), initial=0.0))) if n.inexact and n.np.dtype.kind == "f"
         else (0.0, 0.0))
     _compare(v, n.np, "a read in the middle", rtol, atol)
@@ -237,7 +254,7 @@ def _step(data, rng, pool):
             return None
         ax = data.draw(st.integers(0, n.np.ndim - 1), label="reversed axis")
         key = tuple(slice(None, None, -1) if i == ax else slice(None) for i in range(n.np.ndim))
-        return Node(n.ps[key], n.np[key], n.inexact)
+        return Node(n.ps[key], n.np[key], n.inexact, n.eps)
     if kind == "astype":
         n = _pick(data, pool, True)
         dt = data.draw(st.sampled_from(DTYPES), label="astype dtype")
@@ -269,7 +286,7 @@ def _step(data, rng, pool):
             # streamrt raises instead
             assert isinstance(y, int) and not isinstance(y, bool)
             return None
-        return Node(got, ref, inexact)
+        return Node(got, ref, inexact, _eps(x, y))
     name = data.draw(st.sampled_from(MAP_OPS), label="op")
     op = ops.OPS[name]
     exact_only = name not in CONTINUOUS
@@ -424,7 +441,7 @@ def _program(data, dims, max_elements):
             n.ps = None
     ps.sync()
     for what, node in outputs:
-        rtol, atol = (_tolerance(node.np.dtype, scale) if node.inexact and
+        rtol, atol = (_tolerance(_tol_dtype(node), scale) if node.inexact and
                       node.np.dtype.kind == "f" else (0.0, 0.0))
         _compare(node.ps, node.np, what, rtol, atol)
     for name, got, ref, n_red, node in reductions:
@@ -441,7 +458,8 @@ def _program(data, dims, max_elements):
                 sc = sc ** 2 if name == "var" else sc
                 if name == "prod":
                     sc = 0.0
-                rtol, atol = _tolerance(ref.dtype, sc, max(n_red, 1), node.inexact)
+                rtol, atol = _tolerance(_tol_dtype(node, ref.dtype), sc, max(n_red, 1),
+                                        node.inexact)
                 if name == "prod":
                     rtol *= 4
                 atol = max(atol, rtol * 1e-300)

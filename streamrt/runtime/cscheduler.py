@@ -203,8 +203,7 @@ def _first_sight(entries) -> bool:
     for p in ports:
         k = p.kind
         if k == "view":
-            b = p.inputs[0]
-            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
+            if not _host_ready(p.inputs[0], made):
                 return False
             made.add(p.id)
             continue
@@ -219,12 +218,8 @@ def _first_sight(entries) -> bool:
                 rng += p.size
         else:
             return False
-        for i in p.inputs:
-            if i.kind == "scalar" or i.id in made:
-                continue
-            b = i.inputs[0] if i.kind == "view" else i
-            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
-                return False
+        if not _inputs_ready(p, made):
+            return False
         made.add(p.id)
     if rng * jit.RNG_ELEMENT_S >= jit.INTERPRET_WAIT_S:
         return False        # (its kernel may be compiled first: jit.compile_first)
@@ -352,8 +347,7 @@ def _statement_now(entries, through):
             return False
         p = e[1]
         if p.kind == "view":
-            b = p.inputs[0]
-            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
+            if not _host_ready(p.inputs[0], made):
                 return False
             made.add(p.id)
             continue
@@ -361,15 +355,25 @@ def _statement_now(entries, through):
             wrote = True
         elif p.kind != "map" or OPS[p.op].counter:
             return False
-        for i in p.inputs:
-            if i.kind == "scalar" or i.id in made:
-                continue
-            b = i.inputs[0] if i.kind == "view" else i
-            if not (b.id in made or b.state == DONE and type(b.value) is np.ndarray):
-                return False
+        if not _inputs_ready(p, made):
+            return False
         n += p.size
         made.add(p.id)
     return wrote and n <= WRITE_NOW_ELEMENTS
+
+
+def _host_ready(b, made):
+    """Whether port ``b`` is computed before the run (a host buffer) or by it (``made``)."""
+    return b.id in made or b.state == DONE and type(b.value) is np.ndarray
+
+
+def _inputs_ready(p, made):
+    """Whether every array input of ``p`` -- a view's base -- is ``_host_ready``."""
+    for i in p.inputs:
+        if i.kind != "scalar" and i.id not in made and \
+                not _host_ready(i.inputs[0] if i.kind == "view" else i, made):
+            return False
+    return True
 
 
 def _run_statement(entries, through, private=None):
