@@ -185,9 +185,11 @@ def _first_sight(entries) -> bool:
     the cost model compiles them, and that happens after runs of the same trace -- while on
     its first sight ProgGen, placement and the launch cost 1-3 ms of first-executed code
     (gemver small: ~1.5 ms over NumPy's 3.5 for the whole program). A trace seen again takes
-    ProgGen and the trace cache as before (its second sight is a miss, the third a hit); a
-    kernel compiled by an earlier process is used from the second sight on: over this many
-    elements, fusing saves less than ProgGen and loading it cost a first sight.
+    ProgGen and the trace cache as before (its second sight is a miss, the third a hit). The
+    bound keeps what the cost model learns: a first sight's time is accounted to no kernel,
+    so a one-shot trace over more elements, whose kernels would have been compiled after
+    the program exits for its next run (jit.py), still takes ProgGen; below it, fusing saves
+    a few ms a run, never Numba's load.
     Values no Array holds are dropped after their last use and element-wise ops write into
     dying temporaries, as the CPU executor's interpreter does (backends/base.py
     ``interpret``)."""
