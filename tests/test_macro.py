@@ -59,8 +59,8 @@ def test_replay_matches_body_and_skips_it(stats):
 def test_small_computed_inputs_run_the_body_on_the_numpy_tier_once_recorded(stats):
     """With the NumPy tier on, a call whose array arguments are computed and small runs the
     body itself (its ops at once, at NumPy's cost) once a call with that signature has been
-    recorded -- a replay's flush and kernel launch cost more than such a body --; large
-    inputs still replay."""
+    recorded -- a replay's flush and kernel launch cost more than such a body -- and the
+    recording call runs what it recorded through NumPy; large inputs still replay."""
     ran = []
 
     @ps.macro
@@ -80,6 +80,8 @@ def test_small_computed_inputs_run_the_body_on_the_numpy_tier_once_recorded(stat
         assert len(ran) == 4 and step.calls == 4 and step.replays == 0
         st = stats()
         assert st["macro_cache_misses"] == 1 and st["macro_calls_at_once"] == 3
+        # (the recording call itself ran its ops through NumPy: no kernel, no section)
+        assert st["kernels_launched"] == 0 and st["kernels_interpreted"] == 0
         assert st["ops_eager"] >= 3 * 5     # (the three calls' ops ran at once)
         step(u, 3.0)                        # another control: recorded first
         assert stats()["macro_cache_misses"] == 2 and stats()["macro_calls_at_once"] == 3

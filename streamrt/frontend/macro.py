@@ -256,7 +256,7 @@ class Macro:
         cache.note(False)
         if prof is not None:
             prof.cache("macro", False, site, f"first call of {self.name} with this signature")
-        out = self._record(key, inputs, args, kwargs, q, executor, site)
+        out = self._record(key, inputs, args, kwargs, q, executor, site, small is not None)
         if small is not None:
             self._note_at_once(small)
         return out
@@ -326,7 +326,11 @@ class Macro:
         return out
 
     # ---- first call: run the body and keep the section ------------------------------------
-    def _record(self, key, inputs, args, kwargs, q, executor, site):
+    def _record(self, key, inputs, args, kwargs, q, executor, site, small=False):
+        """The first call with a signature: the body recorded, its section kept and its
+        sequence submitted -- or, for small computed inputs (``small``: later calls run the
+        body at once, no replay will use a section), its entries run through NumPy when they
+        qualify (cscheduler.run_now), with no ProgGen and no section."""
         cscheduler.flush(q, reason="macro-begin")
         rec = _Recording(self.name, [a._port.id for a in inputs])
         q.set_recording(rec)
@@ -346,6 +350,9 @@ class Macro:
         entries, kparts, kports = q.take_trace()
         if not entries:
             # nothing recorded (the body only returned inputs or constants)
+            return out
+        if small and cscheduler.direct_ok() and \
+                cscheduler.run_now(entries, cscheduler.FIRST_SIGHT_ELEMENTS):
             return out
         input_pos = {a._port.id: i for i, a in enumerate(inputs)}
         # bases of input views (re-derived from the new inputs, never frozen)

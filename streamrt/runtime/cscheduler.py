@@ -197,6 +197,21 @@ def _first_sight(entries) -> bool:
     if m == "sync" or m == "background" and (settings.jit_margin <= 0 or
                                               program_cache.disk_may_hold()):
         return False
+    if not run_now(entries, FIRST_SIGHT_ELEMENTS):
+        return False
+    stats.add("first_sights")
+    return True
+
+
+def run_now(entries, elements) -> bool:
+    """Run a flush's entries through NumPy, op by op in recording order, when they qualify:
+    nothing in flight, everything they read computed, no region write, only
+    FIRST_SIGHT_INTRINSICS, at most ``elements`` element-wise and reduced elements, and no
+    counter-based generator work that ``jit.compile_first`` would compile first. True when
+    they ran (a fault fails their ports, delivered at the read); their ports are then DONE,
+    or DEAD when nothing reads them. ``_first_sight``, and a macro's first call with small
+    computed inputs (frontend/macro.py: later calls run its body at once, so no template is
+    wanted)."""
     f = _flow
     if f is not None and f.inflight:
         return False
@@ -214,7 +229,7 @@ def _first_sight(entries) -> bool:
                 return False
         elif k == "map" or k == "reduce":
             n += max(p.size, p.inputs[0].size if k == "reduce" else 0)
-            if n > FIRST_SIGHT_ELEMENTS:
+            if n > elements:
                 return False
             if k == "map" and OPS[p.op].counter:
                 rng += p.size
@@ -228,7 +243,6 @@ def _first_sight(entries) -> bool:
     live, consumers, _ = analysis.backward(ports)
     keep = analysis.forward(live, consumers, {})
     ops = [p for p in live if p.kind != "view"]
-    stats.add("first_sights")
     stats.add("flushes")
     try:
         interpret(ops, keep, (), (), lambda shape, dt: np.empty(shape, dt), _dying(ops),
@@ -238,11 +252,13 @@ def _first_sight(entries) -> bool:
         err = ExecutionError(f"{type(e).__name__}: {e}\n in ops recorded at:\n  {sites}")
         for p in live:
             p.state, p.error, p.value = FAILED, err, None
+        _unwritten(entries)
         return True
     for p in live:
         p.state = DONE
         if p.kind != "view":
             p.inputs = ()           # (as a run's outputs: the graph behind them is let go)
+    _unwritten(entries)
     tiers.note_eager(len(ops))
     return True
 
