@@ -177,22 +177,19 @@ FIRST_SIGHT_INTRINSICS = frozenset({"matmul", "tensordot", "einsum", "sort", "ar
 
 
 def _first_sight(entries) -> bool:
-    """Run a flush whose trace (its shape-generic key) this process has not seen before
-    through NumPy, op by op in recording order, instead of ProgGen: True when it ran. The
-    flush is read now (``direct_ok``), everything it reads is computed, and it holds no region
-    write, at most FIRST_SIGHT_ELEMENTS element-wise and reduced elements in all. ProgGen
-    and its template only pay when the trace comes again: its kernels run interpreted until
-    the cost model compiles them, and that happens after runs of the same trace -- while on
-    its first sight ProgGen, placement and the launch cost 1-3 ms of first-executed code
-    (gemver small: ~1.5 ms over NumPy's 3.5 for the whole program). A trace seen again takes
-    ProgGen and the trace cache as before (its second sight is a miss, the third a hit). The
-    bound keeps what the cost model learns: a first sight's time is accounted to no kernel,
-    so a one-shot trace over more elements, whose kernels would have been compiled after
-    the program exits for its next run (jit.py), still takes ProgGen; below it, fusing saves
-    a few ms a run, never Numba's load.
-    Values no Array holds are dropped after their last use and element-wise ops write into
-    dying temporaries, as the CPU executor's interpreter does (backends/base.py
-    ``interpret``)."""
+    """Run a read whose trace (its shape-generic key) this process has not seen before
+    through NumPy instead of ProgGen (``run_now``, at most FIRST_SIGHT_ELEMENTS): True when
+    it ran. Only when no compiled kernel can be ready for it -- no kernel folder in the
+    cache, or STREAMRT_JIT=off -- and compiles are not wanted at once (STREAMRT_JIT=sync, a
+    zero margin). ProgGen and its template only pay when the trace comes again: its kernels
+    would run interpreted, and the cost model compiles them after runs of the same trace --
+    while on its first sight ProgGen, placement and the launch cost 1-3 ms of first-executed
+    code (gemver small: ~1.5 ms over NumPy's 3.5 for the whole program). A trace seen again
+    takes ProgGen and the trace cache as before (its second sight is a miss, the third a
+    hit). The bound keeps what the cost model learns: a first sight's time is accounted to
+    no kernel, so a one-shot trace over more elements, whose kernels would have been
+    compiled after the program exits for its next run (jit.py), still takes ProgGen; below
+    it, fusing saves a few ms a run, never Numba's load."""
     m = jit.mode()
     if m == "sync" or m == "background" and (settings.jit_margin <= 0 or
                                               program_cache.disk_may_hold()):
@@ -209,9 +206,11 @@ def run_now(entries, elements) -> bool:
     FIRST_SIGHT_INTRINSICS, at most ``elements`` element-wise and reduced elements, and no
     counter-based generator work that ``jit.compile_first`` would compile first. True when
     they ran (a fault fails their ports, delivered at the read); their ports are then DONE,
-    or DEAD when nothing reads them. ``_first_sight``, and a macro's first call with small
-    computed inputs (frontend/macro.py: later calls run its body at once, so no template is
-    wanted)."""
+    or DEAD when nothing reads them. Values no Array holds are dropped after their last use
+    and element-wise ops write into dying temporaries, as the CPU executor's interpreter
+    does (backends/base.py ``interpret``). ``_first_sight``, and a macro's first call with
+    small computed inputs (frontend/macro.py: later calls run its body at once, so no
+    template is wanted)."""
     f = _flow
     if f is not None and f.inflight:
         return False
