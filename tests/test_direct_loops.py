@@ -40,9 +40,19 @@ def _layouts(x, shape2):
     """(name, view of x) pairs: the layouts the loops see (x: 1-D, of 4 * prod(shape2))."""
     m = int(np.prod(shape2))
     two = x[:4 * m].reshape(2 * shape2[0], 2 * shape2[1])
+    # 3-D views of m elements, (2, 3, m // 6): a call per innermost row (rows), axes that
+    # NumPy's iterator coalesces (two), a strided innermost axis, and the layouts left to
+    # NumPy's call (transposed, reversed)
+    c = m // 6
+    three = x[:24 * c].reshape(4, 3, 2 * c)
     return [("contiguous", x[:m]), ("strided", x[::3][:m]), ("reversed", x[::-1][:m]),
             ("2-D", x[:m].reshape(shape2)), ("rows", two[:shape2[0], :shape2[1]]),
-            ("columns", two[::2, ::2]), ("transposed", two[:shape2[1], :shape2[0]].T)]
+            ("columns", two[::2, ::2]), ("transposed", two[:shape2[1], :shape2[0]].T),
+            ("3-D", x[:6 * c].reshape(2, 3, c)), ("3-D rows", three[:2, :2, :c]),
+            ("3-D coalesced", x[:12 * c].reshape(4, 3, c)[::2]),
+            ("3-D strided rows", three[1:3, :2, ::2]),
+            ("3-D transposed", three[:2, :3, :2].transpose(2, 1, 0)),
+            ("3-D reversed", three[::-1][:2, :2, :c])]
 
 
 def _builtin(e):
@@ -66,8 +76,10 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
     X0, Y0 = ps.asarray(x0), ps.asarray(y0)
     checked = 0
     ps.reset_stats()
+    direct, calls = {}, {}      # layout -> calls that took the loop directly, calls
     for (name, x), (_, y), (_, X), (_, Y) in zip(_layouts(x0, (4, 6)), _layouts(y0, (4, 6)),
                                                  _layouts(X0, (4, 6)), _layouts(Y0, (4, 6))):
+        before, before_checked = ps.runtime_stats()["ops_eager_direct"], checked
         for uname in UFUNCS:
             uf = getattr(np, uname)
             for other, Other in ([(None, None)] if uf.nin == 1 else
@@ -91,10 +103,22 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
                     got = uf(X) if uf.nin == 1 else uf(X, Other)
                 _same(got, want)
                 checked += 1
+        direct[name] = ps.runtime_stats()["ops_eager_direct"] - before
+        calls[name] = checked - before_checked
+    # 3-D: a call per innermost row, or per coalesced row; NumPy's call where its iterator
+    # would reorder or flip the axes
+    assert direct["3-D rows"] == direct["3-D coalesced"] == direct["rows"] > 0
+    assert direct["3-D strided rows"] == direct["columns"] > 0
+    assert direct["3-D transposed"] == 0 and direct["3-D reversed"] == 0
     # broadcast pairs: a row, a column, a row against a column, a 1-D operand
     two = x0[:24].reshape(4, 6)
     pairs = [(two, y0[:6]), (two, y0[:4].reshape(4, 1)), (x0[:6].reshape(1, 6), y0[:4, None]),
              (x0[:4, None], y0[::2][:6]), (two[:, ::2], y0[:3]), (two[::-1], y0[6:12][::-1])]
+    # ... and 3-D operands of one shape in different layouts
+    three_x, three_y = x0[:192].reshape(4, 6, 8), y0[:192].reshape(4, 6, 8)
+    pairs += [(three_x[:2, :3, :4], y0[:24].reshape(2, 3, 4)),
+              (three_x[1:3, 2:5, 4:], three_y[:2, :3, ::2]),
+              (three_x[:2, :3, :4], three_y[:4, :3, :2].transpose(2, 1, 0))]
     for x, y in pairs:
         X, Y = ps.asarray(x), ps.asarray(y)
         for uname in UFUNCS:
@@ -119,7 +143,10 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
                     checked += 1
     assert checked > 1000
     # the common calls took the loops directly (the rest went to NumPy's call)
-    assert ps.runtime_stats()["ops_eager_direct"] > checked // (8 if dtype == "bool" else 4)
+    # (over the 1-D and 2-D layouts and the broadcast pairs)
+    three_d = [k for k in direct if k.startswith("3-D")]
+    assert ps.runtime_stats()["ops_eager_direct"] - sum(direct[k] for k in three_d) > \
+        (checked - sum(calls[k] for k in three_d)) // (8 if dtype == "bool" else 4)
 
 
 def test_the_operators_and_functions_take_the_direct_loop(stats):

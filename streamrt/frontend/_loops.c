@@ -11,10 +11,12 @@
  *     would convert to that dtype (NEP 50: a Python float or int takes the array's dtype);
  *   - laid out so that NumPy's iterator hands the loop the same strides: every array
  *     C-contiguous (one call over all elements, as NumPy coalesces them), or 1-D (one call,
- *     its stride), or 2-D with contiguous rows (a call per row). Other 2-D layouts only for
- *     the ufuncs whose result does not depend on the path the loop takes (correctly rounded
- *     IEEE operations, comparisons, integer arithmetic): a transcendental loop may take a
- *     SIMD or a scalar path by its strides, and NumPy's iterator may reorder or buffer them.
+ *     its stride), or 2-D with contiguous rows (a call per row), or N-D of one shape with
+ *     positive strides in C order (the axes NumPy's iterator coalesces joined, then a call
+ *     per innermost row). Other layouts of those only for the ufuncs whose result does not
+ *     depend on the path the loop takes (correctly rounded IEEE operations, comparisons,
+ *     integer arithmetic): a transcendental loop may take a SIMD or a scalar path by its
+ *     strides, and NumPy's iterator may reorder or buffer them.
  *
  * The loop is the ufunc's first whose inputs are exactly that dtype: NumPy's dispatch finds
  * the same exact match. A floating-point exception the loop raised (NumPy would warn or
@@ -266,6 +268,44 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
     o->steps[k] = d1 == 1 && dims[1] != 1 ? 0 : PyArray_STRIDE(a, an - 1);
     o->outer[k] = an < 2 || (d0 == 1 && dims[0] != 1) ? 0 : PyArray_STRIDE(a, 0);
     return an >= 1 && an <= 2;
+}
+
+/* Operand k of an N-D result (nd > 2, no broadcasting): its strides into ``st``. 0 unless
+ * every stride is positive and none is below the next axis's -- the order NumPy's iterator
+ * keeps, so that its calls are a call per innermost row, as here (a reversed or transposed
+ * operand: NumPy's call). */
+static inline int nd_operand(Operands *o, npy_intp *st, int k, PyArrayObject *a, int nd) {
+    o->ptr[k] = PyArray_BYTES(a);
+    for (int ax = 0; ax < nd; ax++) {
+        st[ax] = PyArray_STRIDE(a, ax);
+        if (st[ax] <= 0 || (ax > 0 && st[ax - 1] < st[ax]))
+            return 0;
+    }
+    return 1;
+}
+
+/* Coalesce the axes of an N-D loop as NumPy's iterator does: adjacent axes whose strides
+ * continue each other in every operand become one. ``dims`` and the ``nops`` stride rows
+ * of ``st`` are rewritten; the new dimension count is returned. */
+static int nd_coalesce(npy_intp *dims, npy_intp st[][NPY_MAXDIMS], int nops, int nd) {
+    int m = 0;
+    for (int ax = 1; ax < nd; ax++) {
+        int join = 1;
+        for (int k = 0; k < nops; k++)
+            if (st[k][m] != dims[ax] * st[k][ax])
+                join = 0;
+        if (join) {
+            dims[m] *= dims[ax];
+            for (int k = 0; k < nops; k++)
+                st[k][m] = st[k][ax];
+        } else {
+            m++;
+            dims[m] = dims[ax];
+            for (int k = 0; k < nops; k++)
+                st[k][m] = st[k][ax];
+        }
+    }
+    return m + 1;
 }
 
 /* ---- the NumPy tier on two cores ----------------------------------------------------------
@@ -603,8 +643,14 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
         if (a != NULL && nd > 1 && (!PyArray_IS_C_CONTIGUOUS(a) || !same))
             rows = 1;
     }
-    if (rows && nd != 2)
+    /* N-D (a call per innermost row): one shape, every dimension over 1 */
+    int ndl = rows && nd > 2 && same;
+    for (int ax = 0; ndl && ax < nd; ax++)
+        if (dims[ax] < 2)
+            ndl = 0;
+    if (rows && nd != 2 && !ndl)
         return NULL;
+    npy_intp st[3][NPY_MAXDIMS];
     int exact = rows ? path_independent(uf) : 1;
     npy_intp size = 1;
     for (int ax = 0; ax < nd; ax++)
@@ -613,8 +659,11 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     Element sv[2];
     for (Py_ssize_t k = 0; k < n; k++) {
         if (arr[k] != NULL) {
-            if (!array_operand(&o, (int)k, arr[k], nd, dims, size, rows))
+            if (ndl ? !nd_operand(&o, st[k], (int)k, arr[k], nd)
+                    : !array_operand(&o, (int)k, arr[k], nd, dims, size, rows))
                 return NULL;
+            if (ndl)
+                o.steps[k] = st[k][nd - 1];
             if (!exact && rows && o.steps[k] != PyArray_ITEMSIZE(arr[k]))
                 return NULL;            /* (NumPy's iterator may hand it other strides) */
             if (out != NULL && arr[k] != out && overlaps(arr[k], out))
@@ -624,6 +673,8 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
                 return NULL;
             o.ptr[k] = (char *)&sv[k];
             o.steps[k] = o.outer[k] = 0;
+            for (int ax = 0; ndl && ax < nd; ax++)
+                st[k][ax] = 0;
         }
     }
     if (out != NULL && PyTypeNum_ISINTEGER(tn) && strcmp(uf->name, "power") == 0)
@@ -650,20 +701,57 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     } else {
         Py_INCREF(out);
     }
-    if (!array_operand(&o, (int)n, out, nd, dims, size, rows) ||
-            (!exact && rows && o.steps[n] != PyArray_ITEMSIZE(out))) {
+    if (ndl ? !nd_operand(&o, st[n], (int)n, out, nd)
+            : !array_operand(&o, (int)n, out, nd, dims, size, rows)) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    npy_intp cd[NPY_MAXDIMS];          /* an N-D loop's dimensions, coalesced */
+    int cnd = 0;
+    if (ndl) {
+        memcpy(cd, dims, nd * sizeof(npy_intp));
+        cnd = nd_coalesce(cd, st, (int)n + 1, nd);
+        for (Py_ssize_t k = 0; k <= n; k++) {
+            o.steps[k] = st[k][cnd - 1];
+            o.outer[k] = cnd >= 2 ? st[k][cnd - 2] : 0;
+        }
+    }
+    if (!exact && rows && o.steps[n] != PyArray_ITEMSIZE(out)) {
         Py_DECREF(out);
         return NULL;
     }
     PyUFuncGenericFunction loop = uf->functions[i];
     void *data = uf->data == NULL ? NULL : uf->data[i];
-    npy_intp count = rows ? dims[1] : size, nrows = rows ? dims[0] : 1;
-    int cut = !split_paused && split_min > 0 && size >= split_min &&
+    npy_intp count = !rows ? size : ndl ? cd[cnd - 1] : dims[1];
+    npy_intp nrows = !rows ? 1 : ndl ? (cnd >= 2 ? cd[cnd - 2] : 1) : dims[0];
+    int cut = !split_paused && split_min > 0 && size >= split_min && cnd <= 2 &&
         (nrows >= 2 || path_independent(uf)) &&
         split_ready(), hfpe = 0;
     PyThreadState *ts = size >= GIL_FREE_SIZE ? PyEval_SaveThread() : NULL;
     clear_fpe();
-    if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, &hfpe)) {
+    if (cnd > 2) {
+        /* the outer axes as an odometer; a call per innermost row */
+        npy_intp idx[NPY_MAXDIMS];
+        for (int ax = 0; ax < cnd - 1; ax++)
+            idx[ax] = 0;
+        for (;;) {
+            loop(o.ptr, &count, o.steps, data);
+            int ax = cnd - 2;
+            for (Py_ssize_t k = 0; k <= n; k++)
+                o.ptr[k] += st[k][ax];
+            while (++idx[ax] == cd[ax]) {      /* carry: back to this axis's start */
+                idx[ax] = 0;
+                for (Py_ssize_t k = 0; k <= n; k++)
+                    o.ptr[k] -= cd[ax] * st[k][ax];
+                if (--ax < 0)
+                    break;
+                for (Py_ssize_t k = 0; k <= n; k++)
+                    o.ptr[k] += st[k][ax];
+            }
+            if (ax < 0)
+                break;
+        }
+    } else if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, &hfpe)) {
         for (npy_intp r = 0; r < nrows; r++) {
             loop(o.ptr, &count, o.steps, data);
             for (Py_ssize_t k = 0; k <= n; k++)
