@@ -381,6 +381,42 @@ def test_reduction_edge_values_and_errors():
     assert np.asarray(ps.sum(ps.asarray(np.zeros(0)))) == 0.0
 
 
+def test_basic_index_assignment_of_3d_views_copies_directly():
+    """A 3-D view assigned a value of its dtype and shape with contiguous rows, or a number,
+    is copied row by row over the outer axes; a strided or reversed last axis is NumPy's
+    copy (element by element over many rows, ours was slower)."""
+    rng = np.random.default_rng(9)
+    t, u = rng.random((5, 6, 7)), rng.random((5, 6, 7))
+    T, U = ps.asarray(t), ps.asarray(u)
+    k = rng.integers(-9, 9, (4, 3, 5))
+    K = ps.asarray(k)
+    native.direct_count(reset=True)
+    cases = [
+        lambda x, y, z: x.__setitem__((slice(1, -1), slice(1, -1), slice(1, -1)),
+                                      y[:3, 2:6, 1:6]),
+        lambda x, y, z: x.__setitem__((slice(None), slice(None, None, 2), slice(2, 5)),
+                                      y[:, 3:, 1:4]),
+        lambda x, y, z: x.__setitem__((slice(1, 4), slice(0, 2), slice(None)), 0.5),
+        lambda x, y, z: z.__setitem__((slice(None), slice(1, 3), slice(None, None, 2)), -4),
+        lambda x, y, z: x.__setitem__((slice(2, 4),), x[2:4]),                 # itself
+    ]
+    for f in cases:
+        f(T, U, K)
+        f(t, u, k)
+    assert native.direct_count() == len(cases)
+    _same(T, t)
+    _same(K, k)
+    # overlapping (NumPy's setitem copies the source first); strided rows
+    for f in (lambda x, y: x.__setitem__((slice(1, None),), x[:-1]),
+              lambda x, y: x.__setitem__((slice(0, 2), slice(None), slice(None, None, -1)),
+                                         y[1:3]),
+              lambda x, y: x.__setitem__((slice(None), slice(None), slice(0, 3)), y[:, :, :6:2])):
+        f(T, U)
+        f(t, u)
+    assert native.direct_count() == len(cases)
+    _same(T, t)
+
+
 def test_basic_index_assignment_writes_what_numpy_writes():
     """``A[key] = v`` on the NumPy tier: a value of the view's dtype and shape, or a number
     into a float64 or int64 view, is copied directly; overlapping sources, other dtypes,

@@ -784,8 +784,9 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
  * NumPy's setitem is its indexing (the view) and PyArray_AssignArray (overlap check, a dtype
  * transfer function, the copy loop). For a value of the view's own dtype and shape (or a
  * Python number into a float64 or int64 view) this copies with memmove: rows of contiguous
- * elements, a 1-D stride, or a fill. A source overlapping the view other than as the same
- * bytes, another dtype, broadcasting: NumPy's setitem. 1 done, 0 not taken, -1 error. */
+ * elements (a row per position of the outer axes, any number of them), a strided last
+ * axis of a 1-D or 2-D view, or a fill. A source overlapping the view other than as the same bytes, another
+ * dtype, broadcasting: NumPy's setitem. 1 done, 0 not taken, -1 error. */
 int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
     PyObject *view = PyObject_GetItem(base, key);
     if (view == NULL)
@@ -796,27 +797,49 @@ int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
     PyArrayObject *d = (PyArrayObject *)view;
     int nd = PyArray_NDIM(d), tn = PyArray_TYPE(d);
     npy_intp isz = PyArray_ITEMSIZE(d);
-    if (nd > 2 || !PyArray_ISWRITEABLE(d) || !PyArray_ISALIGNED(d) ||
+    if (!PyArray_ISWRITEABLE(d) || !PyArray_ISALIGNED(d) ||
             !PyArray_ISNBO(PyArray_DESCR(d)->byteorder))
         goto done;
-    npy_intp rows = nd == 2 ? PyArray_DIM(d, 0) : 1, cols = nd >= 1 ? PyArray_DIM(d, nd - 1) : 1;
-    npy_intp drow = nd == 2 ? PyArray_STRIDE(d, 0) : 0, dcol = nd >= 1 ? PyArray_STRIDE(d, nd - 1) : isz;
+    /* a row per position of the outer axes (an odometer over them), the last axis a row */
+    int no = nd > 0 ? nd - 1 : 0;
+    const npy_intp *dd = PyArray_DIMS(d), *dst = PyArray_STRIDES(d);
+    npy_intp cols = nd >= 1 ? dd[nd - 1] : 1, dcol = nd >= 1 ? dst[nd - 1] : isz;
+    npy_intp rows = 1, idx[NPY_MAXDIMS];
+    for (int ax = 0; ax < no; ax++) {
+        rows *= dd[ax];
+        idx[ax] = 0;
+    }
     if (PyArray_CheckExact(value)) {
         PyArrayObject *s = (PyArrayObject *)value;
         if (PyArray_TYPE(s) != tn || PyArray_NDIM(s) != nd || !PyArray_SAMESHAPE(s, d) ||
                 !PyArray_ISALIGNED(s) || !PyArray_ISNBO(PyArray_DESCR(s)->byteorder) ||
                 PyArray_DESCR(s)->kind == 'O' || overlaps(s, d))
             goto done;
-        npy_intp srow = nd == 2 ? PyArray_STRIDE(s, 0) : 0;
-        npy_intp scol = nd >= 1 ? PyArray_STRIDE(s, nd - 1) : isz;
+        const npy_intp *sst = PyArray_STRIDES(s);
+        npy_intp scol = nd >= 1 ? sst[nd - 1] : isz;
+        if (nd > 2 && (dcol != isz || scol != isz))
+            goto done;      /* (element by element over many rows: NumPy's copy is faster) */
         char *dp = PyArray_BYTES(d), *sp = PyArray_BYTES(s);
-        for (npy_intp r = 0; r < rows; r++, dp += drow, sp += srow) {
+        for (npy_intp r = 0; r < rows; r++) {
             if (dcol == isz && scol == isz) {
                 memmove(dp, sp, cols * isz);
+            } else if (isz == 8) {          /* (aligned: checked above) */
+                char *a = dp, *b = sp;
+                for (npy_intp c = 0; c < cols; c++, a += dcol, b += scol)
+                    *(npy_uint64 *)a = *(const npy_uint64 *)b;
             } else {
                 char *a = dp, *b = sp;
                 for (npy_intp c = 0; c < cols; c++, a += dcol, b += scol)
                     memcpy(a, b, isz);
+            }
+            for (int ax = no - 1; ax >= 0; ax--) {      /* the next row */
+                dp += dst[ax];
+                sp += sst[ax];
+                if (++idx[ax] < dd[ax])
+                    break;
+                idx[ax] = 0;
+                dp -= dd[ax] * dst[ax];
+                sp -= dd[ax] * sst[ax];
             }
         }
         rc = 1;
@@ -830,10 +853,24 @@ int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
             goto done;                  /* (a float into int64: NumPy's conversion) */
         }
         char *dp = PyArray_BYTES(d);
-        for (npy_intp r = 0; r < rows; r++, dp += drow) {
-            char *a = dp;
-            for (npy_intp c = 0; c < cols; c++, a += dcol)
-                memcpy(a, &e, isz);
+        npy_uint64 bits = e.u64;            /* (float64 and int64: 8 bytes, aligned) */
+        for (npy_intp r = 0; r < rows; r++) {
+            if (dcol == 8) {
+                npy_uint64 *q = (npy_uint64 *)dp;
+                for (npy_intp c = 0; c < cols; c++)
+                    q[c] = bits;
+            } else {
+                char *a = dp;
+                for (npy_intp c = 0; c < cols; c++, a += dcol)
+                    *(npy_uint64 *)a = bits;
+            }
+            for (int ax = no - 1; ax >= 0; ax--) {
+                dp += dst[ax];
+                if (++idx[ax] < dd[ax])
+                    break;
+                idx[ax] = 0;
+                dp -= dd[ax] * dst[ax];
+            }
         }
         rc = 1;
     }
