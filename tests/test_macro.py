@@ -31,16 +31,20 @@ def _f64(n=100, seed=0):
     return np.random.default_rng(seed).uniform(-2, 2, n)
 
 
-# ---- record once, replay without the body -----------------------------------------------------
-def test_replay_matches_body_and_skips_it(stats):
-    ran = []
-
+def _step_macro(ran):
+    """A macro of an update and a reduction that notes each run of its body in ``ran``."""
     @ps.macro
     def step(u, c):
         ran.append(1)
         v = u * 0.5 + ps.sin(u) * c
         return v, ps.sum(v * v)
+    return step
 
+
+# ---- record once, replay without the body -----------------------------------------------------
+def test_replay_matches_body_and_skips_it(stats):
+    ran = []
+    step = _step_macro(ran)
     u0 = _f64(seed=1)
     u = ps.asarray(u0) * 1.0        # a computed array (the kind of every later input)
     ps.sync()
@@ -62,13 +66,7 @@ def test_small_computed_inputs_run_the_body_on_the_numpy_tier_once_recorded(stat
     recorded -- a replay's flush and kernel launch cost more than such a body -- and the
     recording call runs what it recorded through NumPy; large inputs still replay."""
     ran = []
-
-    @ps.macro
-    def step(u, c):
-        ran.append(1)
-        v = u * 0.5 + ps.sin(u) * c
-        return v, ps.sum(v * v)
-
+    step = _step_macro(ran)
     with ps.config.override(eager_elements=1 << 16):
         u0 = _f64(seed=3)
         u, ref = ps.asarray(u0), u0
