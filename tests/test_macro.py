@@ -527,6 +527,22 @@ def test_macro_section_hits_from_second_iteration(stats):
     assert stats()["trace_cache_hits"] == 0 and stats()["trace_cache_misses"] == 0
 
 
+def test_a_small_macro_section_runs_at_once_once_recorded(stats):
+    """With the NumPy tier on, a section whose inputs are computed and small is recorded
+    the first time, then runs its body at once (no recording, no flush, no cache hit)."""
+    with ps.config.override(eager_elements=1 << 16):
+        a = _f64(50, seed=14)
+        u, ref = ps.asarray(a), a
+        for i in range(4):
+            with ps.macro_section("small body", [u], controls=(3,)):
+                u = u * 0.5 + ps.cos(u) * 3.0
+            ref = ref * 0.5 + np.cos(ref) * 3.0
+            assert_same(u, ref, ulps=8, what=f"iteration {i}")
+        st = stats()
+        assert st["macro_cache_misses"] == 1 and st["macro_cache_hits"] == 0
+        assert st["macro_calls_at_once"] == 3 and st["ops_eager"] >= 3 * 4
+
+
 def test_macro_section_controls_and_read_inside():
     a = _f64(50, seed=13)
     x = ps.asarray(a)

@@ -481,6 +481,17 @@ def macro_section(name, inputs=(), controls=()):
     sig = tuple((a.shape, a.dtype) for a in inputs if isinstance(a, Array))
     ckey = _control_key(tuple(controls) if isinstance(controls, (list, tuple)) else controls,
                         site, name)
+    small = None
+    if tiers.eager_now() and sig and all(
+            type(a) is not Array or (h := host(a)) is not None and h.size < tiers.limit()
+            for a in inputs):
+        small = (name, sig, ckey)
+        if small in _SECTIONS_AT_ONCE:
+            # recorded before with inputs this small: the body's ops on the NumPy tier, as
+            # a small @ps.macro call runs its body (Macro._run_at_once)
+            stats.add("macro_calls_at_once")
+            yield
+            return
     cscheduler.flush(q, reason="macro-begin")
     q.set_recording(_Recording(name, [a._port.id for a in inputs if isinstance(a, Array)]))
     try:
@@ -491,3 +502,12 @@ def macro_section(name, inputs=(), controls=()):
         raise
     q.set_recording(None)
     cscheduler.flush(q, reason="macro-end", macro_key=(name, sig, ckey), force=True)
+    if small is not None:
+        if len(_SECTIONS_AT_ONCE) >= 1024:
+            _SECTIONS_AT_ONCE.clear()
+        _SECTIONS_AT_ONCE.add(small)
+
+
+# sections (name, input signature, controls) recorded with small computed inputs: their
+# later runs with such inputs run at once (macro_section)
+_SECTIONS_AT_ONCE: set = set()
