@@ -511,19 +511,26 @@ def test_error_in_the_body_leaves_the_runtime_working(stats):
 
 
 # ---- macro_section -------------------------------------------------------------------------------
-def test_macro_section_hits_from_second_iteration(stats):
-    a = _f64(50, seed=12)
-    u = ps.asarray(a)
-    ref = a
-    hits = []
-    for i in range(5):
-        with ps.macro_section("loop body", [u], controls=(2,)):
-            u = u * 0.5 + ps.cos(u) * 2.0
-        ref = ref * 0.5 + np.cos(ref) * 2.0
+def _section_loop(stats, name, c, seed, n):
+    """``n`` runs of a section updating ``u`` (checked against NumPy each time); the
+    (misses, hits, runs at once) of the macro cache after each run."""
+    a = _f64(50, seed=seed)
+    u, ref = ps.asarray(a), a
+    counts = []
+    for i in range(n):
+        with ps.macro_section(name, [u], controls=(c,)):
+            u = u * 0.5 + ps.cos(u) * float(c)
+        ref = ref * 0.5 + np.cos(ref) * float(c)
         assert_same(u, ref, ulps=8, what=f"iteration {i}")
         st = stats()
-        hits.append((st["macro_cache_misses"], st["macro_cache_hits"]))
-    assert hits == [(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)]
+        counts.append((st["macro_cache_misses"], st["macro_cache_hits"],
+                       st["macro_calls_at_once"]))
+    return counts
+
+
+def test_macro_section_hits_from_second_iteration(stats):
+    counts = _section_loop(stats, "loop body", 2, 12, 5)
+    assert counts == [(1, 0, 0), (1, 1, 0), (1, 2, 0), (1, 3, 0), (1, 4, 0)]
     assert stats()["trace_cache_hits"] == 0 and stats()["trace_cache_misses"] == 0
 
 
@@ -531,16 +538,9 @@ def test_a_small_macro_section_runs_at_once_once_recorded(stats):
     """With the NumPy tier on, a section whose inputs are computed and small is recorded
     the first time, then runs its body at once (no recording, no flush, no cache hit)."""
     with ps.config.override(eager_elements=1 << 16):
-        a = _f64(50, seed=14)
-        u, ref = ps.asarray(a), a
-        for i in range(4):
-            with ps.macro_section("small body", [u], controls=(3,)):
-                u = u * 0.5 + ps.cos(u) * 3.0
-            ref = ref * 0.5 + np.cos(ref) * 3.0
-            assert_same(u, ref, ulps=8, what=f"iteration {i}")
-        st = stats()
-        assert st["macro_cache_misses"] == 1 and st["macro_cache_hits"] == 0
-        assert st["macro_calls_at_once"] == 3 and st["ops_eager"] >= 3 * 4
+        counts = _section_loop(stats, "small body", 3, 14, 4)
+    assert counts == [(1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3)]
+    assert stats()["ops_eager"] >= 3 * 4
 
 
 def test_macro_section_controls_and_read_inside():
