@@ -23,3 +23,8 @@ INTRINSICS = {"update": update}
 from .linalg_intrinsics import HOST_INTRINSICS as _LINALG  # noqa: E402
 
 INTRINSICS.update(_LINALG)
+
+# the intrinsics defined for every value of their inputs: no region write, no error a value
+# can raise (a singular matrix's LinAlgError) -- what runtime/cscheduler.run_now runs
+TOTAL = frozenset({"matmul", "tensordot", "einsum", "sort", "argsort", "cumsum", "cumprod",
+                   "convolve", "correlate"})

@@ -16,10 +16,11 @@ class Op:
     """One element-wise op of the table (a plain class: @dataclass cost ~1 ms of import)."""
 
     __slots__ = ("name", "kind", "arity", "ufunc", "ref", "numba", "cost", "loop", "float_tol",
-                 "aliases", "counter", "dtypes", "quad")
+                 "aliases", "counter", "dtypes", "quad", "truth")
 
     def __init__(self, name, kind, arity, ufunc, ref, numba, cost=1, loop="out",
-                 float_tol=False, aliases=(), counter=False, dtypes=None, quad=None):
+                 float_tol=False, aliases=(), counter=False, dtypes=None, quad=None,
+                 truth=False):
         self.name = name            # streamrt name (ps.<name>) and IR op name
         self.kind = kind            # 'map' | 'reduce'
         self.arity = arity
@@ -35,6 +36,9 @@ class Op:
         self.quad = quad            # counter op: template of the Numba helper giving the values
                                     # of flat indices i .. i + 3 at once (ctr + i a multiple of
                                     # 4: one Philox block feeds several values), or None
+        self.truth = truth          # only its operands' truth counts (logical ops): a Python
+                                    # int outside the loop dtype's range is taken as 0 or 1,
+                                    # as NumPy's logical loops take any C long
 
     def __repr__(self):
         return f"Op({self.name!r})"
@@ -90,9 +94,9 @@ for _n, _s in (("equal", "=="), ("not_equal", "!="), ("less", "<"), ("less_equal
                ("greater", ">"), ("greater_equal", ">=")):
     _op(_n, "map", 2, "({0} %s {1})" % _s, loop="in")
 # ---- logical and bitwise ------------------------------------------------------------------
-_op("logical_and", "map", 2, "(({0} != 0) and ({1} != 0))", loop="in")
-_op("logical_or", "map", 2, "(({0} != 0) or ({1} != 0))", loop="in")
-_op("logical_xor", "map", 2, "(({0} != 0) != ({1} != 0))", loop="in")
+_op("logical_and", "map", 2, "(({0} != 0) and ({1} != 0))", loop="in", truth=True)
+_op("logical_or", "map", 2, "(({0} != 0) or ({1} != 0))", loop="in", truth=True)
+_op("logical_xor", "map", 2, "(({0} != 0) != ({1} != 0))", loop="in", truth=True)
 _op("logical_not", "map", 1, "({0} == 0)", loop="in")
 _op("bitwise_and", "map", 2, "({0} & {1})")
 _op("bitwise_or", "map", 2, "({0} | {1})")

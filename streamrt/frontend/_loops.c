@@ -308,6 +308,23 @@ static int nd_coalesce(npy_intp *dims, npy_intp st[][NPY_MAXDIMS], int nops, int
     return m + 1;
 }
 
+/* The next row of an odometer over the outer axes ``dims[0 .. no-1]`` (``idx``: its position,
+ * all 0 at the start): each of the ``np`` pointers ``p[k]`` moved by its strides ``st[k]``.
+ * 0 after the last row (the pointers back at the first). */
+static inline int next_row(npy_intp *idx, const npy_intp *dims, int no, char **p,
+                           const npy_intp *const *st, int np) {
+    for (int ax = no - 1; ax >= 0; ax--) {
+        for (int k = 0; k < np; k++)
+            p[k] += st[k][ax];
+        if (++idx[ax] < dims[ax])
+            return 1;
+        idx[ax] = 0;
+        for (int k = 0; k < np; k++)
+            p[k] -= dims[ax] * st[k][ax];
+    }
+    return 0;
+}
+
 /* ---- the NumPy tier on two cores ----------------------------------------------------------
  * A loop over ``split_min`` elements or more is cut in two: this thread runs the first part,
  * a helper thread the second, both with the GIL released (NumPy's loops are called without
@@ -732,25 +749,12 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     if (cnd > 2) {
         /* the outer axes as an odometer; a call per innermost row */
         npy_intp idx[NPY_MAXDIMS];
+        const npy_intp *ost[3] = {st[0], st[1], st[2]};
         for (int ax = 0; ax < cnd - 1; ax++)
             idx[ax] = 0;
-        for (;;) {
+        do {
             loop(o.ptr, &count, o.steps, data);
-            int ax = cnd - 2;
-            for (Py_ssize_t k = 0; k <= n; k++)
-                o.ptr[k] += st[k][ax];
-            while (++idx[ax] == cd[ax]) {      /* carry: back to this axis's start */
-                idx[ax] = 0;
-                for (Py_ssize_t k = 0; k <= n; k++)
-                    o.ptr[k] -= cd[ax] * st[k][ax];
-                if (--ax < 0)
-                    break;
-                for (Py_ssize_t k = 0; k <= n; k++)
-                    o.ptr[k] += st[k][ax];
-            }
-            if (ax < 0)
-                break;
-        }
+        } while (next_row(idx, cd, cnd - 1, o.ptr, ost, (int)n + 1));
     } else if (!cut || !run_split(loop, data, &o, (int)n + 1, count, nrows, &hfpe)) {
         for (npy_intp r = 0; r < nrows; r++) {
             loop(o.ptr, &count, o.steps, data);
@@ -785,8 +789,8 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
  * transfer function, the copy loop). For a value of the view's own dtype and shape (or a
  * Python number into a float64 or int64 view) this copies with memmove: rows of contiguous
  * elements (a row per position of the outer axes, any number of them), a strided last
- * axis of a 1-D or 2-D view, or a fill. A source overlapping the view other than as the same bytes, another
- * dtype, broadcasting: NumPy's setitem. 1 done, 0 not taken, -1 error. */
+ * axis of a 1-D or 2-D view, or a fill. A source overlapping the view other than as the
+ * same bytes, another dtype, broadcasting: NumPy's setitem. 1 done, 0 not taken, -1 error. */
 int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
     PyObject *view = PyObject_GetItem(base, key);
     if (view == NULL)
@@ -820,6 +824,7 @@ int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
         if (nd > 2 && (dcol != isz || scol != isz))
             goto done;      /* (element by element over many rows: NumPy's copy is faster) */
         char *dp = PyArray_BYTES(d), *sp = PyArray_BYTES(s);
+        const npy_intp *rst[2] = {dst, sst};
         for (npy_intp r = 0; r < rows; r++) {
             if (dcol == isz && scol == isz) {
                 memmove(dp, sp, cols * isz);
@@ -832,15 +837,10 @@ int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
                 for (npy_intp c = 0; c < cols; c++, a += dcol, b += scol)
                     memcpy(a, b, isz);
             }
-            for (int ax = no - 1; ax >= 0; ax--) {      /* the next row */
-                dp += dst[ax];
-                sp += sst[ax];
-                if (++idx[ax] < dd[ax])
-                    break;
-                idx[ax] = 0;
-                dp -= dd[ax] * dst[ax];
-                sp -= dd[ax] * sst[ax];
-            }
+            char *p[2] = {dp, sp};
+            next_row(idx, dd, no, p, rst, 2);
+            dp = p[0];
+            sp = p[1];
         }
         rc = 1;
     } else if ((tn == NPY_DOUBLE || tn == NPY_LONG) &&
@@ -864,13 +864,7 @@ int direct_setitem(PyObject *base, PyObject *key, PyObject *value) {
                 for (npy_intp c = 0; c < cols; c++, a += dcol)
                     *(npy_uint64 *)a = bits;
             }
-            for (int ax = no - 1; ax >= 0; ax--) {
-                dp += dst[ax];
-                if (++idx[ax] < dd[ax])
-                    break;
-                idx[ax] = 0;
-                dp -= dd[ax] * dst[ax];
-            }
+            next_row(idx, dd, no, &dp, &dst, 1);
         }
         rc = 1;
     }

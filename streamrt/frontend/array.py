@@ -242,8 +242,7 @@ def record_map(name, *args, site=None):
             if p.params[0] == "weak" and p.params[1] == "i" and D.is_int(w):
                 info = np.iinfo(w)
                 if not info.min <= p.scalar <= info.max:
-                    if name in _LOGICAL and -2 ** 63 <= p.scalar < 2 ** 63:
-                        # NumPy's logical ops take any C integer: only its truth counts
+                    if op.truth and -2 ** 63 <= p.scalar < 2 ** 63:
                         p.scalar = int(p.scalar != 0)
                         p.dtype = w
                         continue
@@ -441,9 +440,6 @@ def _mask(where, x, site, name):
         raise record_error(ShapeError, f"{name}: where= mask of shape {m.shape} does not "
                            f"broadcast to the array's shape {x.shape}", site)
     return m
-
-
-_LOGICAL = frozenset({"logical_and", "logical_or", "logical_xor"})
 
 
 def _const(v, dt):

@@ -238,7 +238,7 @@ class Macro:
         prof = hooks.profiler
         if sec is not None:
             if small is not None:       # (recorded before with inputs this small)
-                self._note_at_once(small)
+                _note(self._at_once, small)
                 return self._run_at_once(args, kwargs)
             if sec.direct and cscheduler.direct_ok():
                 if q.entries:
@@ -258,15 +258,10 @@ class Macro:
             prof.cache("macro", False, site, f"first call of {self.name} with this signature")
         out = self._record(key, inputs, args, kwargs, q, executor, site, small is not None)
         if small is not None:
-            self._note_at_once(small)
+            _note(self._at_once, small)
         return out
 
     # ---- small computed inputs: the body on the NumPy tier --------------------------------
-    def _note_at_once(self, small):
-        if len(self._at_once) >= 256:
-            self._at_once.clear()
-        self._at_once.add(small)
-
     def _run_at_once(self, args, kwargs):
         """The body itself, its ops on the NumPy tier (NumPy arrays passed as Arrays), for a
         signature recorded before (so its errors -- a write into an input, a read -- were
@@ -423,6 +418,13 @@ class Macro:
         return _unflatten(sec.struct, leaves)
 
 
+def _note(memo, sig, bound=1024):
+    """``sig`` added to the set ``memo`` of signatures run at once (emptied at ``bound``)."""
+    if len(memo) >= bound:
+        memo.clear()
+    memo.add(sig)
+
+
 def _small_sig(args, kwargs, site, name):
     """The signature under which a call may run the macro's body on the NumPy tier -- every
     array argument computed and under the tier's limit, the tier on
@@ -481,11 +483,10 @@ def macro_section(name, inputs=(), controls=()):
     sig = tuple((a.shape, a.dtype) for a in inputs if isinstance(a, Array))
     ckey = _control_key(tuple(controls) if isinstance(controls, (list, tuple)) else controls,
                         site, name)
-    small = None
-    if tiers.eager_now() and sig and all(
-            type(a) is not Array or (h := host(a)) is not None and h.size < tiers.limit()
-            for a in inputs):
-        small = (name, sig, ckey)
+    small = _small_sig(tuple(inputs), None, site, name) if all(
+        type(a) is Array or type(a) is np.ndarray for a in inputs) else None
+    if small is not None:
+        small = (name, small, ckey)
         if small in _SECTIONS_AT_ONCE:
             # recorded before with inputs this small: the body's ops on the NumPy tier, as
             # a small @ps.macro call runs its body (Macro._run_at_once)
@@ -503,9 +504,7 @@ def macro_section(name, inputs=(), controls=()):
     q.set_recording(None)
     cscheduler.flush(q, reason="macro-end", macro_key=(name, sig, ckey), force=True)
     if small is not None:
-        if len(_SECTIONS_AT_ONCE) >= 1024:
-            _SECTIONS_AT_ONCE.clear()
-        _SECTIONS_AT_ONCE.add(small)
+        _note(_SECTIONS_AT_ONCE, small)
 
 
 # sections (name, input signature, controls) recorded with small computed inputs: their

@@ -12,14 +12,14 @@ import numpy as np
 
 from ..core import atfork, hooks, keys, stats
 from ..core.config import settings
-from ..core.errors import (UNKNOWN, CancelledError, ExecutionError, MacroError, callsite,
-                           record_error)
+from ..core.errors import UNKNOWN, CancelledError, MacroError, callsite, record_error
 from ..core.ir import DEAD, DONE, FAILED, NEW, SUBMITTED, dying_buffer, is_scratch
 from ..core.ops import OPS
 from .. import compiler
 from ..compiler import analysis, sequence
 from ..compiler.kernel import is_update
 from ..backends.base import HostPool, host_pool, interpret
+from ..backends.intrinsics import TOTAL as TOTAL_INTRINSICS
 from ..backends.numba_cpu import jit, program_cache
 from . import direct, escheduler as es_mod, macro_cache, placement, tiers, trace_cache
 from .flow import Flow
@@ -171,9 +171,6 @@ def _miss(entries, kparts, kports, executor, macro_key, reusable, cache, key,
 
 
 FIRST_SIGHT_ELEMENTS = 1 << 22   # _first_sight: element-wise work of a trace seen the first time
-# ... and the intrinsics it runs: none that writes a region or raises on values (LinAlgError)
-FIRST_SIGHT_INTRINSICS = frozenset({"matmul", "tensordot", "einsum", "sort", "argsort",
-                                    "cumsum", "cumprod", "convolve", "correlate"})
 
 
 def _first_sight(entries) -> bool:
@@ -202,9 +199,10 @@ def _first_sight(entries) -> bool:
 
 def run_now(entries, elements) -> bool:
     """Run a flush's entries through NumPy, op by op in recording order, when they qualify:
-    nothing in flight, everything they read computed, no region write, only
-    FIRST_SIGHT_INTRINSICS, at most ``elements`` element-wise and reduced elements, and no
-    counter-based generator work that ``jit.compile_first`` would compile first. True when
+    nothing in flight, everything they read computed, no region write, only intrinsics
+    defined for every value (backends/intrinsics.TOTAL), at most ``elements`` element-wise
+    and reduced elements, and no counter-based generator work that ``jit.compile_first``
+    would compile first. True when
     they ran (a fault fails their ports, delivered at the read); their ports are then DONE,
     or DEAD when nothing reads them. Values no Array holds are dropped after their last use
     and element-wise ops write into dying temporaries, as the CPU executor's interpreter
@@ -224,7 +222,7 @@ def run_now(entries, elements) -> bool:
             made.add(p.id)
             continue
         if k == "intrinsic":
-            if p.op not in FIRST_SIGHT_INTRINSICS:
+            if p.op not in TOTAL_INTRINSICS:
                 return False
         elif k == "map" or k == "reduce":
             n += max(p.size, p.inputs[0].size if k == "reduce" else 0)
@@ -247,8 +245,7 @@ def run_now(entries, elements) -> bool:
         interpret(ops, keep, (), (), lambda shape, dt: np.empty(shape, dt), _dying(ops),
                   cut=jit.in_flight() == 0)
     except Exception as e:  # noqa: BLE001 - delivered at the read (MemoryError), as a run's
-        sites = "\n  ".join(str(p.site) for p in ops if p.site is not None) or "(unknown)"
-        err = ExecutionError(f"{type(e).__name__}: {e}\n in ops recorded at:\n  {sites}")
+        err = es_mod.execution_error(e, [p.site for p in ops if p.site is not None])
         for p in live:
             p.state, p.error, p.value = FAILED, err, None
         _unwritten(entries)

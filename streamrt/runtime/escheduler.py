@@ -17,6 +17,14 @@ from . import placement
 from .pending import PendingTable
 
 
+
+def execution_error(err, sites):
+    """``err``, raised while computing ops recorded at ``sites``, as the ExecutionError a
+    read of their arrays raises."""
+    where = "\n  ".join(str(s) for s in sites) or "(unknown)"
+    return ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
+                          f"recorded at:\n  {where}")
+
 class EScheduler:
     def __init__(self, flow=None):
         self.q = queue.SimpleQueue()
@@ -152,9 +160,7 @@ class EScheduler:
 
     def _settle(self, prog, err):
         if err is not None and not isinstance(err, ExecutionError):
-            sites = "\n  ".join(str(s) for s in prog.sites()) or "(unknown)"
-            err = ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
-                                 f"recorded at:\n  {sites}")
+            err = execution_error(err, prog.sites())
         mismatch = None
         if err is None and hooks.on_complete is not None:
             mismatch = hooks.on_complete(prog)      # debugger: compare with the reference
