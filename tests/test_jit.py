@@ -357,3 +357,25 @@ def test_a_compiled_kernel_measured_slower_runs_interpreted_again(background, mo
     ps.reset_stats()
     _program(x, y).numpy()
     assert background()["kernels_launched"] == 1
+
+
+SPIN = """
+import os, numpy as np, streamrt as ps
+x = ps.asarray(np.random.default_rng(0).random(1 << 18))
+float(ps.sum(x * 2.0 + 1.0))
+print(ps.runtime_stats()["kernels_compiled"], os.environ.get("GOMP_SPINCOUNT", "-"))
+"""
+
+
+@pytest.mark.parametrize("env,want", [({}, "10000"), ({"GOMP_SPINCOUNT": "77"}, "77"),
+                                      ({"OMP_WAIT_POLICY": "passive"}, "-")])
+def test_openmp_threads_spin_briefly_unless_the_user_said(tmp_path, env, want):
+    """Loading Numba's OpenMP layer sets GNU OpenMP's spin count (its idle threads otherwise
+    spin for milliseconds against the BLAS threads of the next matrix product), keeping what
+    the user set."""
+    base = {k: v for k, v in child_env(tmp_path, STREAMRT_JIT="sync").items()
+            if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", SPIN], capture_output=True, text=True,
+                         env={**base, **env}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", want]

@@ -4,6 +4,7 @@ the reference evaluation op by op; both are counted."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
 _layer_set = False
+OMP_SPINCOUNT = 10_000      # an idle OpenMP thread's pauses before it sleeps: ~0.2 ms
 
 
 def _setup_numba():
@@ -28,6 +30,12 @@ def _setup_numba():
         if _layer_set:
             return
         import numba    # (most of a second: at the first compiled launch, not at import)
+        # GNU OpenMP reads how long its idle threads spin when it is loaded (omppool links
+        # it): by default ~300,000 pauses (several ms on AMD cores), holding the second core
+        # while the NumPy tier's BLAS or cut loops want it (docs/decisions.md). A value the
+        # user set is kept.
+        if "OMP_WAIT_POLICY" not in os.environ:
+            os.environ.setdefault("GOMP_SPINCOUNT", str(OMP_SPINCOUNT))
         try:
             from numba.np.ufunc import omppool  # noqa: F401
             numba.config.THREADING_LAYER = "omp"
