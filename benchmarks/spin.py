@@ -1,13 +1,14 @@
 """Compiled kernels beside matrix products: GNU OpenMP's spin count, in one run.
 
-    python benchmarks/spin.py [--sizes 300,1000,2000] [--spins default,3000,10000,passive]
+    python benchmarks/spin.py [--sizes 300,1000,2000] [--spins gomp,streamrt,3000,passive]
 
 Two loops over an n x n float64 array, each in a fresh process per setting (one kernel
 cache, compiled first): a fused element-wise kernel (multi-threaded: Numba's OpenMP layer)
 followed by a matrix-vector product (OpenBLAS's threads), and the kernel alone followed by a
 read. NumPy runs the first loop too. Prints µs per step (best of five runs of 100 steps)
-for each setting: ``default`` is GNU OpenMP's own (~300,000 pauses), a number is
-GOMP_SPINCOUNT, ``passive`` is OMP_WAIT_POLICY=passive (docs/decisions.md).
+for each setting: ``gomp`` is GNU OpenMP's own (~300,000 pauses), ``streamrt`` sets nothing
+(streamrt's choice, executor.OMP_SPINCOUNT), a number is GOMP_SPINCOUNT, ``passive`` is
+OMP_WAIT_POLICY=passive (docs/decisions.md).
 """
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ def run(n, lib, spin, cache):
                PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
     if spin == "passive":
         env["OMP_WAIT_POLICY"] = "passive"
-    elif spin == "default":
+    elif spin == "gomp":
         env["GOMP_SPINCOUNT"] = "300000"        # (GNU OpenMP's own when nothing is set)
-    else:
+    elif spin != "streamrt":
         env["GOMP_SPINCOUNT"] = spin
     out = subprocess.run([sys.executable, HERE, "--worker", str(n), lib], env=env,
                          capture_output=True, text=True, check=True)
@@ -72,7 +73,7 @@ def run(n, lib, spin, cache):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", default="300,1000,2000")
-    p.add_argument("--spins", default="default,3000,10000,passive")
+    p.add_argument("--spins", default="gomp,streamrt,3000,passive")
     p.add_argument("--worker", nargs=2)
     args = p.parse_args()
     if args.worker:
@@ -84,8 +85,8 @@ def main():
               " | ".join(f"{s}: kernel+product / kernel" for s in spins) + " |")
         print("|---:|---:|" + "---:|" * len(spins))
         for n in map(int, args.sizes.split(",")):
-            run(n, "streamrt", "10000", cache)      # (compiles the kernels once)
-            base = run(n, "numpy", "default", cache)[0]
+            run(n, "streamrt", "streamrt", cache)   # (compiles the kernels once)
+            base = run(n, "numpy", "gomp", cache)[0]
             cells = [" / ".join(f"{float(v):.0f}" for v in run(n, "streamrt", s, cache))
                      for s in spins]
             print(f"| {n} | {float(base):.0f} | " + " | ".join(cells) + " |", flush=True)

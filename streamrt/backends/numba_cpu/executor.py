@@ -22,6 +22,7 @@ from . import jit, program_cache, render, scan
 _layer_lock = threading.Lock()
 _layer_set = False
 OMP_SPINCOUNT = 10_000      # an idle OpenMP thread's pauses before it sleeps: ~0.2 ms
+omp_spincount = None        # the GOMP_SPINCOUNT GNU OpenMP was loaded with (None: its own)
 
 
 def _setup_numba():
@@ -33,14 +34,21 @@ def _setup_numba():
         # GNU OpenMP reads how long its idle threads spin when it is loaded (omppool links
         # it): by default ~300,000 pauses (several ms on AMD cores), holding the second core
         # while the NumPy tier's BLAS or cut loops want it (docs/decisions.md). A value the
-        # user set is kept.
-        if "OMP_WAIT_POLICY" not in os.environ:
-            os.environ.setdefault("GOMP_SPINCOUNT", str(OMP_SPINCOUNT))
+        # user set is kept; ours is taken out of the environment again (not inherited by
+        # the program's child processes).
+        global omp_spincount
+        ours = "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ
+        if ours:
+            os.environ["GOMP_SPINCOUNT"] = str(OMP_SPINCOUNT)
+        omp_spincount = os.environ.get("GOMP_SPINCOUNT")
         try:
             from numba.np.ufunc import omppool  # noqa: F401
             numba.config.THREADING_LAYER = "omp"
         except ImportError:
             numba.config.THREADING_LAYER = "workqueue"
+        finally:
+            if ours:
+                os.environ.pop("GOMP_SPINCOUNT", None)
         _layer_set = True
 
 
