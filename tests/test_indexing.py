@@ -243,3 +243,42 @@ def test_index_arrays_are_evaluated_the_indexed_array_stays_lazy(stats):
     y = x[np.array([1, 3])]              # x is not computed by recording the gather
     assert stats()["kernels_launched"] == 0
     assert_same(y, np.array([2.0, 6.0]))
+
+
+@pytest.mark.parametrize("shape,mshape", [((40, 30), (40, 30)), ((40, 30), (40,)),
+                                          ((6, 7, 5), (6, 7)), ((6, 7, 5), (6,))])
+def test_a_boolean_mask_over_the_leading_axes_reads_and_writes_as_numpy(shape, mshape):
+    """A lone mask's result shape is counted, not probed (indexing._probe_shape): every
+    mask layout NumPy takes, all true and all false included; a mask of another shape raises
+    NumPy's IndexError at the line."""
+    rng = np.random.default_rng(3)
+    a = rng.random(shape)
+    for m in (rng.random(mshape) < 0.4, np.ones(mshape, bool), np.zeros(mshape, bool)):
+        x = ps.asarray(a.copy())
+        assert_same(x[m], a[m])
+        assert_same(x[ps.asarray(m)], a[m])
+        want = a.copy()
+        want[m] = want[m] * 2.0 + 1.0
+        x[m] = x[m] * 2.0 + 1.0
+        assert_same(x, want)
+    bad = np.ones((shape[0] + 1,) + tuple(mshape[1:]), bool)
+    with pytest.raises(IndexError) as ei:
+        line = _line() + 1
+        ps.asarray(a)[bad]
+    assert f"{__file__}:{line}:" in str(ei.value)
+
+
+def test_an_intrinsic_keeps_its_own_result_and_it_is_not_an_input(monkeypatch):
+    """A gather's NumPy answer becomes its value (no copy into the buffer it was given:
+    numba_cpu/executor._takes); the value shares no memory with its input, which a later
+    write then does not reach."""
+    from streamrt.backends.numba_cpu import executor
+    kept, takes = [], executor._takes
+    monkeypatch.setattr(executor, "_takes", lambda p, r: kept.append(takes(p, r)) or kept[-1])
+    a = np.random.default_rng(4).random((300, 200))
+    x = ps.asarray(a.copy())
+    y = x[x > 0.5]
+    assert_same(y, a[a > 0.5])
+    assert True in kept
+    x[...] = 0.0
+    assert_same(y, a[a > 0.5])
