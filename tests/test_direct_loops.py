@@ -114,6 +114,11 @@ def test_every_ufunc_and_layout_gives_numpys_bits(dtype):
     two = x0[:24].reshape(4, 6)
     pairs = [(two, y0[:6]), (two, y0[:4].reshape(4, 1)), (x0[:6].reshape(1, 6), y0[:4, None]),
              (x0[:4, None], y0[::2][:6]), (two[:, ::2], y0[:3]), (two[::-1], y0[6:12][::-1])]
+    # ... a length-1 operand against a longer one (1-D: its step must be 0; the fuzzer
+    # found [5.] + [1., 2.] read past the end of the first), a 1 x 1 one
+    pairs += [(x0[:1], y0[:6]), (x0[:1], y0[::3][:6]), (x0[5:6], y0[6:12]),
+              (x0[::-1][:1], y0[:7]), (x0[:1].reshape(1, 1), y0[:6]),
+              (x0[:1].reshape(1, 1), two)]
     # ... and 3-D operands of one shape in different layouts
     three_x, three_y = x0[:192].reshape(4, 6, 8), y0[:192].reshape(4, 6, 8)
     pairs += [(three_x[:2, :3, :4], y0[:24].reshape(2, 3, 4)),

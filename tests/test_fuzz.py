@@ -257,6 +257,8 @@ def _step(data, rng, pool):
         return Node(n.ps[key], n.np[key], n.inexact, n.eps)
     if kind == "astype":
         n = _pick(data, pool, True)
+        if n is None:
+            return None     # (every node inexact: nothing exact to convert)
         dt = data.draw(st.sampled_from(DTYPES), label="astype dtype")
         a = n.np
         if a.dtype.kind == "f" and dt.kind in "iu":
@@ -268,6 +270,8 @@ def _step(data, rng, pool):
         return Node(n.ps.astype(dt), a.astype(dt), False)
     if kind == "where":
         c = _pick(data, pool, True)
+        if c is None:
+            return None     # (every node inexact: no exact condition)
         x, y = _pick(data, pool, False), _pick(data, pool, False)
         if data.draw(st.booleans(), label="scalar branch"):
             y = _scalar(data)

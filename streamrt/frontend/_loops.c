@@ -254,8 +254,8 @@ static inline int array_operand(Operands *o, int k, PyArrayObject *a, int nd,
     o->ptr[k] = PyArray_BYTES(a);
     o->outer[k] = 0;
     if (!rows) {                        /* one call: C-contiguous, or 1-D on its stride */
-        if (an == nd && nd == 1)
-            o->steps[k] = PyArray_STRIDE(a, 0);
+        if (an == nd && nd == 1)        /* (a length-1 operand of a longer result: step 0) */
+            o->steps[k] = PyArray_DIM(a, 0) == 1 && dims[0] != 1 ? 0 : PyArray_STRIDE(a, 0);
         else if (PyArray_IS_C_CONTIGUOUS(a) && PyArray_SIZE(a) == size)
             o->steps[k] = PyArray_ITEMSIZE(a);
         else
@@ -669,6 +669,8 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
         return NULL;
     npy_intp st[3][NPY_MAXDIMS];
     int exact = rows ? path_independent(uf) : 1;
+    if (!rows && !same && !path_independent(uf))
+        return NULL;    /* (a length-1 1-D operand broadcast, step 0: another SIMD path) */
     npy_intp size = 1;
     for (int ax = 0; ax < nd; ax++)
         size *= dims[ax];
