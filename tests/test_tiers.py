@@ -630,3 +630,64 @@ def test_a_first_sight_that_fails_fails_at_the_read_and_the_next_runs(first_sigh
     monkeypatch.setattr(base, "_interpret", ref)
     assert_same(ps.sin(x) * 2.0, np.sin(a0) * 2.0, rtol=1e-15)
     assert_same(x, a0)
+
+
+BROADCAST_UFUNCS = [np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum,
+                    np.less, np.equal, np.floor_divide, np.bitwise_and, np.logical_xor, np.fmod,
+                    np.arctan2, np.power]
+
+
+@pytest.mark.parametrize("eager", [EAGER, 3, 0])
+def test_broadcast_pairs_of_small_shapes_match_numpy(eager):
+    """Operands whose shapes broadcast (axes of length 1 anywhere, fewer axes, a strided
+    view), every dtype, on the NumPy tier, recorded, and mixed: NumPy's values, also written
+    in place and assigned. (A length-1 1-D operand once read past its end on the NumPy
+    tier's own loop call: [5.] + [1., 2.] gave [6., 2.].)"""
+    rng = np.random.default_rng(11)
+    dts = ["float64", "float32", "int32", "int64", "uint8", "bool"]
+
+    def val(shape, dt):
+        if dt == "bool":
+            return rng.random(shape) < 0.5
+        if np.dtype(dt).kind in "iu":
+            return rng.integers(1 if dt == "uint8" else -9, 9, shape).astype(dt)
+        return (rng.standard_normal(shape) * 3).astype(dt)
+
+    checked = 0
+    with ps.config.override(eager_elements=eager), np.errstate(all="ignore"):
+        for it in range(600):
+            nd = int(rng.integers(1, 4))
+            full = [int(rng.integers(1, 5)) for _ in range(nd)]
+            sa = tuple(1 if rng.random() < 0.4 else s for s in full)
+            sb = tuple(1 if rng.random() < 0.4 else s for s in full)
+            if rng.random() < 0.3:
+                sa = sa[int(rng.integers(0, nd)):]
+            dt = dts[it % len(dts)]
+            a, b = val(sa, dt), val(sb, dt)
+            if rng.random() < 0.25 and b.ndim and b.shape[-1]:
+                b = np.concatenate([b, b], axis=-1)[..., ::2]       # a strided view
+            uf = BROADCAST_UFUNCS[it % len(BROADCAST_UFUNCS)]
+            try:
+                want = uf(a, b)
+            except (TypeError, ValueError):     # (no loop; an integer to a negative power)
+                continue
+            if want.dtype == np.float16:
+                continue                        # (refused: DTypeError, tests/test_errors.py)
+            B = ps.asarray(b) if rng.random() < 0.5 else ps.asarray(b.copy())
+            got = np.asarray(uf(ps.asarray(a), B))
+            assert got.shape == want.shape and got.dtype == want.dtype, (uf, sa, sb, dt)
+            if uf in (np.arctan2, np.power) and want.dtype.kind == "f":
+                np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{uf.__name__} {sa} {sb} {dt}")
+            checked += 1
+            if np.broadcast_shapes(sa, b.shape) == sa and uf in (np.add, np.multiply):
+                a2, A2 = a.copy(), ps.asarray(a.copy())
+                uf(a2, b, out=a2)
+                uf(A2, B, out=A2)
+                np.testing.assert_array_equal(np.asarray(A2), a2)
+                a3, A3 = a.copy(), ps.asarray(a.copy())
+                a3[...] = b
+                A3[...] = B
+                np.testing.assert_array_equal(np.asarray(A3), a3)
+    assert checked > 400
