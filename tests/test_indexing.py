@@ -282,3 +282,32 @@ def test_an_intrinsic_keeps_its_own_result_and_it_is_not_an_input(monkeypatch):
     assert True in kept
     x[...] = 0.0
     assert_same(y, a[a > 0.5])
+
+
+@pytest.mark.parametrize("eager", [0, 1 << 16])
+def test_an_element_read_is_a_copy_and_an_ellipsis_read_a_view(eager):
+    """NumPy: ``a[1]`` of a 1-D array is a scalar (an in-place op on it leaves ``a`` alone),
+    ``a[1, ...]`` a 0-d view (it writes through). Recorded reads (the NumPy tier off, or an
+    array not computed yet) keep that: a lazy element was once a 0-d view, and ``t += 5``
+    wrote into the array."""
+    with ps.config.override(eager_elements=eager):
+        a = np.arange(6.0).reshape(2, 3)
+        x = ps.asarray(a.copy()) * 1.0          # (not computed yet when eager is 0)
+        t = x[1, 2]
+        t += 5.0
+        u = x[0][1]
+        u *= 10.0
+        assert_same(x, a)
+        assert float(t) == 10.0 and float(u) == 10.0
+        v = x[1, ...][2, ...]
+        v += 1.0
+        w = a.copy()
+        w[1, 2] += 1.0
+        assert_same(x, w)
+        z = ps.asarray(np.float64(3.0))         # a 0-d array: [()] a copy, [...] a view
+        c = z[()]
+        c += 1.0
+        assert float(z) == 3.0
+        d = z[...]
+        d += 1.0
+        assert float(z) == 4.0

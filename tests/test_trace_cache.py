@@ -555,7 +555,7 @@ def test_direct_plans_call_host_intrinsics(stats):
     ps.reset_stats()
     for _ in range(6):
         s = ps.sort(xs)
-        assert float(s[-1]) == big.max()
+        assert np.asarray(s)[-1] == big.max()   # (s[-1]: an element, a recorded copy)
         del s
     st = ps.runtime_stats()
     assert st["direct_replays"] >= 3 and st["host_buffers_reused"] >= 4

@@ -1932,8 +1932,8 @@ static PyObject *getitem_lazy(PyObject *self, PyObject *key) {
     Py_ssize_t lim = eager_limit();
     if (lim < 0)
         return NULL;
-    if (size < lim)
-        return NULL;                    /* (a small read: computed first, in Python) */
+    if (size < lim || m == 0)
+        return NULL;        /* (a small read: computed first; an element: a copy -- Python) */
     PyObject *site = user_site();
     if (site == NULL)
         return NULL;

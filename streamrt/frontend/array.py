@@ -1064,6 +1064,16 @@ class Array:
             self.numpy()
             if host(self) is not None:
                 return self[key]
+        if not shape and not (key is Ellipsis or isinstance(key, tuple) and Ellipsis in key):
+            # an element (every axis given an integer): NumPy gives a scalar, a copy -- an
+            # in-place op on it must not write into this array (``a[...]`` stays a view).
+            # Of a computed array, outside a macro's recording: its value now; else a
+            # recorded copy
+            bv = self._port.base_view()[0].value if v is not None else None
+            if type(bv) is np.ndarray and not _tiers.recording():
+                return eager_array(np.array(strided(bv, off, (), ())))
+            return astype(_view(self._port, off, shape, st, site, src=self), self.dtype,
+                          site=site)
         return _view(self._port, off, shape, st, site, src=self)
 
     def __setitem__(self, key, value):

@@ -85,6 +85,12 @@ def settle(base, own=None):
     base.captured = own if own in qs else None
 
 
+def recording() -> bool:
+    """Whether this thread is recording a macro's body (its values are the next calls')."""
+    q = getattr(_wq_local, "q", None)
+    return q is not None and q.recording is not None
+
+
 def eager_now() -> bool:
     """Whether this thread may run ops on the NumPy tier now (on, and no macro recording)."""
     if not settings.eager_elements:
