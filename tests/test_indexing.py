@@ -311,3 +311,82 @@ def test_an_element_read_is_a_copy_and_an_ellipsis_read_a_view(eager):
         d = z[...]
         d += 1.0
         assert float(z) == 4.0
+
+
+@pytest.mark.parametrize("eager", [1 << 16, 3, 0])
+def test_random_basic_keys_read_write_and_reduce_as_numpy(eager):
+    """Random basic keys (integers, slices with any step, None, Ellipsis) over small arrays
+    of six dtypes on the NumPy tier, recorded and mixed: a read then an op, an assignment of
+    a broadcast value, an in-place op through what the key gives (a view, or an element's
+    copy), a reduction of the view -- NumPy's values."""
+    rng = np.random.default_rng(21)
+    dts = ["float64", "float32", "int32", "int64", "uint8", "bool"]
+
+    def val(shape, dt):
+        if dt == "bool":
+            return rng.random(shape) < 0.5
+        if np.dtype(dt).kind in "iu":
+            return rng.integers(1 if dt == "uint8" else -9, 9, shape).astype(dt)
+        return rng.integers(-9, 9, shape).astype(dt) / 4      # (exact sums)
+
+    def key_for(shape):
+        k = []
+        for s in shape:
+            r = rng.random()
+            if r < 0.2:
+                k.append(int(rng.integers(-s, s)))
+            elif r < 0.8:
+                k.append(slice(int(rng.integers(-s - 1, s + 1)) if rng.random() < 0.7 else None,
+                               int(rng.integers(-s - 1, s + 2)) if rng.random() < 0.7 else None,
+                               int(rng.choice([1, 1, 2, -1, -2, 3]))))
+            else:
+                k.append(slice(None))
+        if rng.random() < 0.1:
+            k.insert(int(rng.integers(0, len(k) + 1)), None)
+        if rng.random() < 0.1:
+            k[int(rng.integers(0, len(k)))] = Ellipsis
+        return tuple(k)
+
+    checked = 0
+    with ps.config.override(eager_elements=eager), np.errstate(all="ignore"):
+        for it in range(250):
+            shape = tuple(int(rng.integers(1, 6)) for _ in range(int(rng.integers(1, 4))))
+            dt = dts[it % 6]
+            a = val(shape, dt)
+            x, w, k = ps.asarray(a.copy()), a.copy(), key_for(shape)
+            try:
+                ref = w[k]
+            except IndexError:
+                continue
+            kind = it % 4
+            if kind == 0:
+                got, want = x[k] * 2 + 1, ref * 2 + 1
+            elif kind == 1:
+                vs = ref.shape[int(rng.integers(0, ref.ndim + 1)):] if ref.ndim else ()
+                v = val(tuple(1 if rng.random() < 0.3 else s for s in vs), dt)
+                w[k] = v
+                x[k] = ps.asarray(v) if it % 8 == 1 else v
+                got, want = x, w
+            elif kind == 2:
+                v = val(np.shape(ref), dt)
+                tw, t = w[k], x[k]
+                if dt == "bool":
+                    tw |= v
+                    t |= ps.asarray(v)
+                else:
+                    tw += v
+                    t += ps.asarray(v)
+                got, want = x, w
+            else:
+                name = ["sum", "max", "min", "mean", "prod", "any", "all"][it % 7]
+                ax = None if ref.ndim == 0 or rng.random() < 0.4 else \
+                    int(rng.integers(-ref.ndim, ref.ndim))
+                if name in ("max", "min") and (ref.size == 0 or ax is not None and
+                                               ref.shape[ax] == 0):
+                    continue
+                kd = bool(it % 3 == 0)
+                got = getattr(ps, name)(x[k], axis=ax, keepdims=kd)
+                want = np.asarray(getattr(np, name)(ref, axis=ax, keepdims=kd))
+            assert_same(got, np.asarray(want), rtol=1e-6 if dt == "float32" else 1e-12)
+            checked += 1
+    assert checked > 180
