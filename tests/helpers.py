@@ -53,6 +53,21 @@ def data(dtype, kind="a", n=40):
     return v.astype(dtype)
 
 
+SMALL_DTYPES = ["float64", "float32", "int32", "int64", "uint8", "bool"]
+
+
+def small_values(rng, shape, dt, exact=False):
+    """Random values of ``dt`` for the differential checks of small programs: integers in
+    [-9, 9) (uint8: [1, 9)), bools, floats (``exact``: quarters, whose sums are exact)."""
+    if dt == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(dt).kind in "iu":
+        return rng.integers(1 if dt == "uint8" else -9, 9, shape).astype(dt)
+    if exact:
+        return rng.integers(-9, 9, shape).astype(dt) / 4
+    return (rng.standard_normal(shape) * 3).astype(dt)
+
+
 def ref_call(fn, *args):
     """NumPy's answer (in its own dtype: streamrt computes in every dtype NumPy's answer may
     have, or refuses the op -- numpy_supports)."""

@@ -6,7 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
-from helpers import OPENCL, assert_same
+from helpers import OPENCL, SMALL_DTYPES, assert_same, small_values
 
 import streamrt as ps
 
@@ -320,14 +320,10 @@ def test_random_basic_keys_read_write_and_reduce_as_numpy(eager):
     a broadcast value, an in-place op through what the key gives (a view, or an element's
     copy), a reduction of the view -- NumPy's values."""
     rng = np.random.default_rng(21)
-    dts = ["float64", "float32", "int32", "int64", "uint8", "bool"]
+    dts = SMALL_DTYPES
 
     def val(shape, dt):
-        if dt == "bool":
-            return rng.random(shape) < 0.5
-        if np.dtype(dt).kind in "iu":
-            return rng.integers(1 if dt == "uint8" else -9, 9, shape).astype(dt)
-        return rng.integers(-9, 9, shape).astype(dt) / 4      # (exact sums)
+        return small_values(rng, shape, dt, exact=True)
 
     def key_for(shape):
         k = []

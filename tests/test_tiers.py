@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import assert_same, jit_mode
+from helpers import SMALL_DTYPES, assert_same, jit_mode, small_values
 
 import streamrt as ps
 from streamrt.frontend import native
@@ -644,14 +644,10 @@ def test_broadcast_pairs_of_small_shapes_match_numpy(eager):
     in place and assigned. (A length-1 1-D operand once read past its end on the NumPy
     tier's own loop call: [5.] + [1., 2.] gave [6., 2.].)"""
     rng = np.random.default_rng(11)
-    dts = ["float64", "float32", "int32", "int64", "uint8", "bool"]
+    dts = SMALL_DTYPES
 
     def val(shape, dt):
-        if dt == "bool":
-            return rng.random(shape) < 0.5
-        if np.dtype(dt).kind in "iu":
-            return rng.integers(1 if dt == "uint8" else -9, 9, shape).astype(dt)
-        return (rng.standard_normal(shape) * 3).astype(dt)
+        return small_values(rng, shape, dt)
 
     checked = 0
     with ps.config.override(eager_elements=eager), np.errstate(all="ignore"):
