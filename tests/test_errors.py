@@ -205,14 +205,24 @@ def test_logical_ops_take_a_python_int_out_of_the_arrays_range_like_numpy():
                     np.testing.assert_array_equal(np.asarray(got), want, strict=True)
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy 2 (NEP 50) compares integer arrays with Python "
-                   "ints outside the dtype's range exactly (int32 < 2**40 is all True); "
-                   "streamrt raises StreamrtOverflowError for every op")
 def test_comparison_with_out_of_range_python_int_like_numpy(arrays):
+    """NumPy 2 (NEP 50) compares an integer array with a Python int outside its dtype's range
+    exactly (int32 < 2**40 is all True; uint8 < -3 all False), either side, every comparison,
+    recorded or on the NumPy tier; any other op still raises (test above)."""
     i32 = arrays[2]
     a = np.arange(3, dtype=np.int32)
     np.testing.assert_array_equal((i32 < 2 ** 40).numpy(), a < 2 ** 40)
     np.testing.assert_array_equal((i32 == -2 ** 40).numpy(), a == -2 ** 40)
+    u = np.arange(4, dtype=np.uint8)
+    for eager in (0, 1 << 16):
+        with ps.config.override(eager_elements=eager):
+            x = ps.asarray(u)
+            for v in (-3, 300, -2 ** 40, 2 ** 63):
+                for name in ("less", "less_equal", "greater", "greater_equal", "equal",
+                             "not_equal"):
+                    f = getattr(np, name)
+                    np.testing.assert_array_equal(np.asarray(f(x, v)), f(u, v), strict=True)
+                    np.testing.assert_array_equal(np.asarray(f(v, x)), f(v, u), strict=True)
 
 
 def test_wrong_arguments_raise_argument_error(arrays):

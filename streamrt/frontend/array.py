@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import dtypes as D, fpe as _fpe, hooks, stats
 from ..core.config import settings
-from ..core.ops import (OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
+from ..core.ops import (COMPARISONS, OPS, REDUCTIONS, UFUNC_TO_OP, loop_operands, map_dtypes,
                         reduction_dtypes, signed_vs_uint64)
 from ..core.ir import DONE, Port, c_strides, strided
 from ..core.errors import (_INTERNAL, AbortError, ArgumentError, DTypeError,
@@ -237,7 +237,7 @@ def record_map(name, *args, site=None):
         raise record_error(ShapeError, f"{name}: operands could not be broadcast together with "
                            f"shapes {' '.join(str(tuple(s)) for s in shapes)}", site) from None
     want = loop_operands(name, loop_dt, op.arity)
-    for p, w in zip(ports, want):
+    for k, (p, w) in enumerate(zip(ports, want)):
         if p.kind == "scalar":
             if p.params[0] == "weak" and p.params[1] == "i" and D.is_int(w):
                 info = np.iinfo(w)
@@ -246,6 +246,8 @@ def record_map(name, *args, site=None):
                         p.scalar = int(p.scalar != 0)
                         p.dtype = w
                         continue
+                    if name in COMPARISONS:
+                        return _compare_out_of_range(name, k, p.scalar > info.max, shape, site)
                     raise record_error(StreamrtOverflowError, f"Python integer {p.scalar} out of "
                                        f"bounds for {w}", site)
             p.dtype = w
@@ -312,6 +314,18 @@ def _compare_signed_u64(name, ports, site):
         return record_map("bitwise_or", record_map("less", s, 0, site=site), cmp, site=site)
     return record_map("bitwise_and", record_map("greater_equal", s, 0, site=site), cmp,
                       site=site)
+
+
+def _compare_out_of_range(name, k, above, shape, site):
+    """Comparison ``name`` of an integer array with a Python int outside its dtype's range
+    (operand ``k``; ``above``: beyond its largest value): NumPy 2 answers it exactly -- the
+    same for every element (``uint8_array < -3``: all False) -- where any other op raises."""
+    if name in ("equal", "not_equal"):
+        val = name == "not_equal"
+    else:
+        less = name in ("less", "less_equal")
+        val = above if less == (k == 1) else not above
+    return Array._wrap(const_port(np.full(shape, val, dtype=bool), site))
 
 
 _UFAST: dict = {}      # (op, operand dtype) -> (out, loop dtypes), filled by record_map
