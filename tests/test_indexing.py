@@ -270,11 +270,12 @@ def test_a_boolean_mask_over_the_leading_axes_reads_and_writes_as_numpy(shape, m
 
 def test_an_intrinsic_keeps_its_own_result_and_it_is_not_an_input(monkeypatch):
     """A gather's NumPy answer becomes its value (no copy into the buffer it was given:
-    numba_cpu/executor._takes); the value shares no memory with its input, which a later
+    backends/base.keeps_answer); the value shares no memory with its input, which a later
     write then does not reach."""
     from streamrt.backends.numba_cpu import executor
-    kept, takes = [], executor._takes
-    monkeypatch.setattr(executor, "_takes", lambda p, r: kept.append(takes(p, r)) or kept[-1])
+    kept, keeps = [], executor.keeps_answer
+    monkeypatch.setattr(executor, "keeps_answer",
+                        lambda p, r: kept.append(keeps(p, r)) or kept[-1])
     a = np.random.default_rng(4).random((300, 200))
     x = ps.asarray(a.copy())
     y = x[x > 0.5]

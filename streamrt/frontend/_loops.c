@@ -668,9 +668,11 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
     if (rows && nd != 2 && !ndl)
         return NULL;
     npy_intp st[3][NPY_MAXDIMS];
-    int exact = rows ? path_independent(uf) : 1;
-    if (!rows && !same && !path_independent(uf))
-        return NULL;    /* (a length-1 1-D operand broadcast, step 0: another SIMD path) */
+    /* a layout other than NumPy's coalesced one -- rows, or a length-1 1-D operand
+     * broadcast (step 0) -- only for a loop whose result does not depend on its path */
+    int exact = rows || !same ? path_independent(uf) : 1;
+    if (!rows && !exact)
+        return NULL;
     npy_intp size = 1;
     for (int ax = 0; ax < nd; ax++)
         size *= dims[ax];

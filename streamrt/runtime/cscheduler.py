@@ -202,8 +202,8 @@ def run_now(entries, elements) -> bool:
     nothing in flight, everything they read computed, no region write, only intrinsics
     defined for every value (backends/intrinsics.TOTAL), at most ``elements`` element-wise
     and reduced elements, and no counter-based generator work that ``jit.compile_first``
-    would compile first. True when
-    they ran (a fault fails their ports, delivered at the read); their ports are then DONE,
+    would compile first. True when they ran (a fault fails their ports, delivered at the
+    read); their ports are then DONE,
     or DEAD when nothing reads them. Values no Array holds are dropped after their last use
     and element-wise ops write into dying temporaries, as the CPU executor's interpreter
     does (backends/base.py ``interpret``). ``_first_sight``, and a macro's first call with

@@ -17,13 +17,13 @@ from . import placement
 from .pending import PendingTable
 
 
-
 def execution_error(err, sites):
     """``err``, raised while computing ops recorded at ``sites``, as the ExecutionError a
     read of their arrays raises."""
     where = "\n  ".join(str(s) for s in sites) or "(unknown)"
     return ExecutionError(f"{type(err).__name__}: {err}\n in a program computing ops "
                           f"recorded at:\n  {where}")
+
 
 class EScheduler:
     def __init__(self, flow=None):

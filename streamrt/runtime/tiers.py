@@ -95,5 +95,5 @@ def eager_now() -> bool:
     """Whether this thread may run ops on the NumPy tier now (on, and no macro recording)."""
     if not settings.eager_elements:
         return False
-    q = getattr(_wq_local, "q", None)
+    q = getattr(_wq_local, "q", None)       # (recording()'s test, inline: every op asks)
     return q is None or q.recording is None

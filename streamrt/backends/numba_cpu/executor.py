@@ -16,7 +16,8 @@ from ...core.ops import OPS
 from ...core.config import settings
 from ...core.ir import c_strides, strided
 from ... import compiler
-from ..base import Executor, _own, interpret, kernel_scalar, ref_value, run_refop
+from ..base import (Executor, interpret, keeps_answer, kernel_scalar, ref_value,
+                    run_refop)
 from . import jit, program_cache, render, scan
 
 _layer_lock = threading.Lock()
@@ -146,18 +147,6 @@ def _block_shape():
     return _BLOCK_SHAPE
 
 
-def _takes(p, r) -> bool:
-    """Whether intrinsic ``p`` keeps ``r``, NumPy's answer, as its value instead of copying it
-    into the buffer it was given: a fresh C-ordered array of its shape and dtype sharing no
-    input's memory, and nothing but the port holding the given buffer (a mask's gather over
-    500 x 500 float64 copied 2 MB a call: ~35 µs of ~210)."""
-    v = p.value
-    # (references to ``v``: the port, ``v``, getrefcount's argument -- nothing else)
-    return type(r) is np.ndarray and type(v) is np.ndarray and r.dtype == v.dtype and \
-        r.shape == v.shape and r.flags.c_contiguous and r.flags.writeable and \
-        sys.getrefcount(v) == 3 and _own(r, p)
-
-
 class CPUExecutor(Executor):
     name = "cpu"
 
@@ -202,7 +191,7 @@ class CPUExecutor(Executor):
         elif prog.kind in ("intrinsic", "refop"):
             for p in prog.ops:
                 r = run_refop(p, ref_value)
-                if _takes(p, r):
+                if keeps_answer(p, r):
                     p.value = r     # (its own result: the given buffer goes back unwritten)
                 else:
                     p.value[...] = r
