@@ -471,6 +471,51 @@ def test_only_single_threaded_work_runs_on_the_calling_thread(stats):
                                       rel=1e-12, abs=1e-12)
 
 
+def test_a_read_of_parallel_kernels_runs_whole_on_the_executor_thread(stats, monkeypatch):
+    """A read whose sequence has parallel kernels (too large to run on the calling thread)
+    runs the sequence on the CPU executor's own thread -- the one whose OpenMP team runs every
+    parallel kernel -- without the E-Scheduler's thread in between; its errors reach the read,
+    and the pipeline's slot comes back (the next read works). With inline runs off it goes
+    through the E-Scheduler as before."""
+    from streamrt.backends.numba_cpu.executor import CPUExecutor
+    seen = []
+    launch = CPUExecutor.launch
+
+    def spy(self, prog):
+        seen.append(threading.current_thread().name)
+        return launch(self, prog)
+
+    monkeypatch.setattr(CPUExecutor, "launch", spy)
+    a = np.linspace(0.0, 1.0, 100_000)
+    with ps.config.override(inline_elements=1 << 16, serial_elements=1 << 15, backend="cpu"):
+        x = ps.asarray(a)
+        ps.sync()
+        ps.reset_stats()
+        r = float(ps.sum(ps.sin(x) * 2.0))
+        st = stats()
+        assert st["worker_sequences"] == 1 and st["inline_sequences"] == 0
+        assert seen == ["streamrt-cpu"]
+        assert r == pytest.approx(float(np.sum(np.sin(a) * 2.0)), rel=1e-12)
+
+        def fail(self, prog):
+            raise RuntimeError("device lost")
+
+        monkeypatch.setattr(CPUExecutor, "launch", fail)
+        y = ps.cos(x) * 3.0
+        with pytest.raises(ps.ExecutionError, match="device lost"):
+            np.asarray(y)
+        monkeypatch.setattr(CPUExecutor, "launch", spy)
+        assert float(ps.sum(ps.cos(x) * 3.0)) == pytest.approx(float(np.sum(np.cos(a) * 3.0)))
+        assert cscheduler.flow().inflight == 0
+
+    with ps.config.override(inline_elements=0, backend="cpu"):
+        ps.reset_stats()
+        seen.clear()
+        r = float(ps.sum(ps.sin(x) * 4.0))
+        assert stats()["worker_sequences"] == 0 and stats()["sequences_submitted"] == 1
+        assert r == pytest.approx(float(np.sum(np.sin(a) * 4.0)), rel=1e-12)
+
+
 def test_ended_threads_leave_no_settings_behind():
     """Each thread reading a setting keeps a per-thread cache in config.py; a thread that
     ended must not leave it there (a server spawning threads would grow without bound)."""

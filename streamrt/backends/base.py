@@ -228,12 +228,21 @@ class Executor:
         """Queue ``prog`` for the worker; ``on_done([(prog, error, seconds), ...])`` is called
         on the worker thread once the program has run (several completions per call when
         small programs run back to back)."""
+        self._start()
+        self._q.put(("run", prog, on_done))
+
+    def call(self, fn):
+        """Run ``fn()`` on the worker thread, after what was queued before it (a whole
+        sequence a read waits for: runtime/escheduler.py ``run_on_worker``)."""
+        self._start()
+        self._q.put(("call", fn))
+
+    def _start(self):
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._worker, name=f"streamrt-{self.name}",
                                                 daemon=True)
                 self._thread.start()
-        self._q.put(("run", prog, on_done))
 
     def _worker(self):
         done = []           # completions not reported yet: [(on_done, prog, err, seconds)]
@@ -242,6 +251,13 @@ class Executor:
                 _report(done)
                 done = []
             msg = self._q.get()
+            if msg[0] == "call":
+                if done:
+                    _report(done)
+                    done = []
+                msg[1]()            # (it delivers its own errors: run_on_worker)
+                del msg
+                continue
             if msg[0] in ("stop", "sync"):
                 if done:
                     _report(done)

@@ -26,7 +26,8 @@ KEYS = ("ops_recorded", "kernels_compiled", "kernels_loaded_from_disk", "kernels
         "macro_cache_hits", "macro_cache_misses", "macro_calls_at_once", "program_cache_memory_hits",
         "program_cache_disk_hits",
         "compile_seconds", "kernels_interpreted", "compiles_requested", "compile_failures",
-        "kernels_slower_compiled", "inline_sequences", "direct_replays", "reference_mismatches",
+        "kernels_slower_compiled", "inline_sequences", "worker_sequences", "direct_replays",
+        "reference_mismatches",
         "bytes_to_device", "bytes_to_host", "fp64_fallbacks", "host_round_trips",
         # placement (runtime/placement.py: placements_<backend> are declared there) and device
         # memory (backends/device.py)

@@ -562,6 +562,13 @@ def dispatch(seq, executor, inline=False):
         finally:
             f.release()
         return
+    # A read of a sequence with parallel kernels, the pipeline idle: the whole sequence runs
+    # on the CPU executor's thread (its OpenMP team), the read waiting for one hand-off each
+    # way rather than the E-Scheduler's four (Floyd-Warshall's row loop over 1000 x 1000,
+    # which reads every iteration: 260-340 -> ~235 ms a call; docs/decisions.md)
+    if inline and settings.inline_elements and executor.name == "cpu" and f.try_idle():
+        es.run_on_worker(seq, executor, f.release)
+        return
     f.acquire()
     es.submit(seq, executor)
 

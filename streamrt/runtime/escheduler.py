@@ -113,12 +113,42 @@ class EScheduler:
             seq.programs = []
             raise
 
+    def run_on_worker(self, seq, executor, release):
+        """Run a sequence a read is about to wait for on ``executor``'s own thread, whole, as
+        ``run_inline`` runs one here (the pipeline is idle: the caller holds its only slot,
+        and ``release()`` gives it back when the sequence is done). Its parallel kernels
+        start from the thread whose OpenMP team runs every other parallel kernel, and the
+        read waits for one hand-off each way instead of four (application -> E-Scheduler ->
+        executor -> E-Scheduler -> application). Ctrl-C in that read cancels what has not
+        started (``cancel``), as for a submitted sequence."""
+        stats.add("sequences_submitted")
+        stats.add("worker_sequences")
+        seq.owner = threading.get_ident()
+        with self.live_lock:
+            self.live[id(seq)] = seq
+
+        def run():
+            try:
+                self._run_inline(seq, executor)
+            except BaseException as e:  # noqa: BLE001 - delivered at the read, never lost
+                for prog in seq.programs:
+                    if any(p.state == SUBMITTED for p in prog.outputs):
+                        self._settle(prog, e)
+                        self._inline_settled(prog)
+                seq.programs = []
+            finally:
+                with self.live_lock:
+                    self.live.pop(id(seq), None)
+                release()
+
+        executor.call(run)
+
     def _run_inline(self, seq, executor):
         for prog in seq.programs:
             prog.executor = executor
             prog.seq = seq
-            err = None
-            for dep in prog.deps():
+            err = seq.cancelled     # (set only for a sequence run_on_worker runs)
+            for dep in prog.deps() if err is None else ():
                 if dep.state == FAILED:
                     err = dep.error
                     break
