@@ -3,6 +3,8 @@ the same code runs with ``xp = numpy`` and ``xp = streamrt`` (reference and cpu 
 from __future__ import annotations
 
 import inspect
+import itertools
+import math
 
 import numpy as np
 import pytest
@@ -387,3 +389,40 @@ def test_random_basic_keys_read_write_and_reduce_as_numpy(eager):
             assert_same(got, np.asarray(want), rtol=1e-6 if dt == "float32" else 1e-12)
             checked += 1
     assert checked > 180
+
+
+@pytest.mark.parametrize("shape", [(70_000,), (70_000, 1), (350, 200), (35_000, 2), (6,),
+                                   (3, 4), (4, 1), (2, 3, 4), (70, 50, 20)])
+def test_a_reshape_is_a_view_exactly_when_numpys_is(shape):
+    """Reshapes of strided views (reversed, transposed, sliced, stepped), computed and
+    recorded: the values are NumPy's, and a write into the result reaches the array exactly
+    when NumPy's reaches it (a view); ``a.real`` of a real array is the array."""
+    x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    views = [lambda a: a[::-1], lambda a: a[::2]]
+    if x.ndim >= 2:
+        views += [lambda a: a.T, lambda a: a[..., 1:], lambda a: a[::2, ::3],
+                  lambda a: a[:, :1]]
+    for v in views:
+        xv = v(x)
+        cands = [(-1,), (1, xv.size), (xv.size, 1), (xv.shape[0], -1)]
+        if xv.ndim >= 2:
+            cands += [xv.shape[::-1], (xv.shape[0] * xv.shape[1],) + xv.shape[2:]]
+        for ns, lazy in itertools.product(cands, (False, True)):
+            xn = x.copy()
+            try:
+                want = v(xn).reshape(ns)
+            except ValueError:
+                continue
+            if want.size == 0:
+                continue
+            a = ps.asarray(x.copy())
+            a = a * 1.0 if lazy else a
+            got = v(a).reshape(ns)
+            np.testing.assert_array_equal(np.asarray(got), want)
+            want[(0,) * want.ndim] = -5
+            got[(0,) * want.ndim] = -5
+            np.testing.assert_array_equal(np.asarray(a), xn, err_msg=f"{ns} {lazy}")
+    a = ps.asarray(x.copy())
+    r = a.real
+    r += 1
+    np.testing.assert_array_equal(np.asarray(a), x + 1)

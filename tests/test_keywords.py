@@ -3,6 +3,7 @@ out read-only buffers (a write through one must not change work recorded earlier
 from __future__ import annotations
 
 import inspect
+import itertools
 import sys
 
 import numpy as np
@@ -224,3 +225,36 @@ def test_keywords_reach_handled_functions_through_numpy(data):
         # what is not accepted goes to the NumPy fallback: check one such call does
         for k in bad:
             assert k in theirs
+
+
+@pytest.mark.parametrize("n", [35, 70_000])
+def test_mean_var_std_with_dtype_follow_numpys_steps(n):
+    """``dtype=`` of mean/var/std is the dtype NumPy sums in and answers in -- an integer
+    dtype wraps as NumPy's does, complex squares the deviations of a real array as they are --
+    on the NumPy tier and recorded; prod of float32 multiplies in float32 (NumPy's overflow)."""
+    rng = np.random.default_rng(5)
+    data = {"int8": (rng.integers(0, 9, (n // 5, 5))).astype(np.int8),
+            "float32": rng.random((n // 5, 5)).astype(np.float32) * 10,
+            "bool": rng.random((n // 5, 5)) < 0.5,
+            "complex128": rng.random((n // 5, 5)) + 1j * rng.random((n // 5, 5))}
+    mask = rng.random((n // 5, 5)) < 0.7
+    for (name, a), f, dt, axis, where in itertools.product(
+            data.items(), ("mean", "var", "std"), (None, np.int8, np.int64, np.float32,
+                                                   np.complex64),
+            (None, 0), (True, mask)):
+        kw = {"axis": axis, "dtype": dt}
+        if where is not True:
+            kw["where"] = where
+        with np.errstate(all="ignore"):
+            try:
+                want = np.asarray(getattr(np, f)(a, **kw))
+            except TypeError:
+                continue                # (NumPy cannot: e.g. a complex sum into int8)
+            if where is not True:
+                kw["where"] = ps.asarray(where)
+            got = np.asarray(getattr(ps, f)(ps.asarray(a), **kw))
+        assert got.dtype == want.dtype, (name, f, dt, axis)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=f"{name} {f} {dt}")
+    big = np.resize(np.array([3e38, 3e38, 0.0], dtype=np.float32), n)
+    with np.errstate(all="ignore"):
+        assert np.isnan(np.prod(big)) and np.isnan(float(ps.prod(ps.asarray(big))))

@@ -205,3 +205,27 @@ def test_piecewise_ports_are_freed_with_their_arrays():
     while any(w() is not None for w in mine) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert [w() for w in mine if w() is not None] == []
+
+
+@pytest.mark.parametrize("n", [40, 70_000])
+def test_joins_of_computed_and_lazy_pieces_keep_every_piece(n):
+    """A computed piece of concatenate/stack/... is written into the result's new buffer at
+    once (the NumPy tier) and a lazy piece by the flush: the flush must keep that buffer
+    (it swapped it for a pool buffer, dropping the computed piece, when the result had 65,536
+    elements or more), in any order of the pieces, with eager elements on."""
+    x = np.arange(n, dtype=np.float64) + 3
+    with ps.config.override(eager_elements=1 << 16):
+        for kinds in ("cl", "lc", "clc", "lcl", "cc", "ll"):
+            def pieces():
+                return [_computed(ps.asarray(x + k)) if c == "c" else ps.asarray(x + k) * 2
+                        for k, c in enumerate(kinds)]
+            want = [x + k if c == "c" else (x + k) * 2 for k, c in enumerate(kinds)]
+            for f in ("concatenate", "stack", "vstack", "hstack", "column_stack"):
+                got = getattr(ps, f)(pieces())
+                np.testing.assert_array_equal(np.asarray(got), getattr(np, f)(want), f)
+            np.testing.assert_array_equal(np.asarray(ps.append(*pieces()[:2])),
+                                          np.append(*want[:2]))
+        b = ps.asarray(x) * 2
+        np.testing.assert_array_equal(
+            np.asarray(ps.diff(b, prepend=5, append=ps.ones_like(b))),
+            np.diff(x * 2, prepend=5, append=np.ones(n)))

@@ -58,3 +58,29 @@ def test_sum_of_squares_is_one_kernel(stats):
     s = ps.sum(ps.asarray(a) ** 2)
     assert_same(s, np.sum(a.astype(np.float64) ** 2).astype(np.float32), rtol=1e-6)
     assert stats()["kernels_launched"] == 1
+
+
+def test_complex_and_bool_powers_take_numpys_operator_paths():
+    """NumPy's ``**`` takes square / reciprocal / sqrt for a Python int 2 or -1 or a float 0.5
+    (``z ** 2.0`` and ``z ** 3`` of a complex array go through power, whose values at
+    infinities differ), and ``bool_array ** 2`` is square's int8: on the NumPy tier (small,
+    computed) and recorded (large, interpreted) alike. (Compiled kernels keep Numba's C99
+    values at infinities: docs/guide.md.)"""
+    vals = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e200, -0.3, 2.5]
+    z = np.array([complex(a, b) for a in vals for b in vals])
+    b = np.array([True, False, True])
+    for base in (z, z.astype(np.complex64), b):
+        for n in (base.size, 70_000):
+            x = np.resize(base, n)
+            for e in (2, 2.0, -1, -1.0, 0.5, 3, 1.5):
+                if base.dtype == bool and e in (-1, -1.0):
+                    continue
+                with np.errstate(all="ignore"), \
+                        ps.config.override(jit="off", eager_elements=1 << 16):
+                    want = x ** e
+                    got = np.asarray(ps.asarray(x) ** e)
+                assert got.dtype == want.dtype, (base.dtype, n, e)
+                for part in ((np.real, np.imag) if want.dtype.kind == "c" else (np.asarray,)):
+                    w, g = part(want), part(got)
+                    np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, equal_nan=True)
+                    assert np.array_equal(np.signbit(g[w == 0]), np.signbit(w[w == 0]))

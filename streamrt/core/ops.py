@@ -290,6 +290,8 @@ def reduction_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
         return dt, dt
     out = np.dtype(getattr(np, name)(np.ones(1, dt)).dtype)
     out = D.canonical(out)
+    if name == "prod":
+        return out, out     # (in the result dtype, as NumPy's: a float32 product overflows)
     acc = D.float64 if D.is_float(out) else out   # float32 sums accumulate in float64
     acc = D.complex128 if out.kind == "c" else acc  # complex64 sums in complex128
     return out, acc

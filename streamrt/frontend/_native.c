@@ -1408,8 +1408,23 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
 
 /* a (op) b on the NumPy tier, in the operator's order */
 static PyObject *binop_eager_at(BinOp *b, PyObject *self, PyObject *other, Py_ssize_t lim) {
-    if (host_of(self) == NULL)
+    PyObject *h = host_of(self);
+    if (h == NULL)
         return NULL;
+    if (b->reflected != Py_True && streq(b->name, s_power) && PyArray_Check(h) &&
+            (PyLong_CheckExact(other) || PyFloat_CheckExact(other))) {
+        /* a complex or bool array ** 2, -1 (ints) or 0.5 (a float): NumPy's operator calls
+         * square / reciprocal / sqrt (other values than power's at infinities; bool ** 2 is
+         * int8), as the general path's strength reduction does (array._strength_reduced) */
+        char kind = PyArray_DESCR((PyArrayObject *)h)->kind;
+        if (kind == 'c' || kind == 'b') {
+            double c = PyFloat_AsDouble(other);
+            if (c == -1.0 && PyErr_Occurred())
+                return NULL;
+            if (c == 2.0 || c == -1.0 || c == 0.5)
+                return NULL;
+        }
+    }
     PyObject *vals[2] = {self, other};
     if (b->reflected == Py_True) {
         vals[0] = other;

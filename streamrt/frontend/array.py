@@ -278,6 +278,9 @@ def record_map(name, *args, site=None):
 # 2, 0.5 and -1 are NumPy's own fast paths (the same results); 3 is x*x*x (within the ulp
 # tolerance of power).
 _STRENGTH = {2: "square", 0.5: "sqrt", -1: "reciprocal", 3: "cube"}
+# NumPy's own fast paths, by exponent and its Python type: the only ones taken for a complex
+# array (NumPy's operator computes ``z ** 2.0`` and ``z ** 3`` by power)
+_COMPLEX_FAST = {(2, int), (-1, int), (0.5, float)}
 
 
 def _strength_reduced(x, c, out_dt, loop_dt, site):
@@ -288,6 +291,10 @@ def _strength_reduced(x, c, out_dt, loop_dt, site):
         return None
     if type(c) is bool:
         return None
+    if loop_dt.kind == "c" and (c, type(c)) not in _COMPLEX_FAST:
+        return None     # (power: its values at infinities differ from square's, x*x*x's)
+    if x.dtype == D.bool_ and c == 2 and type(c) is int:
+        return record_map("square", _wrap(x), site=site)     # (int8, as NumPy's operator)
     a = _wrap(x) if x.dtype == loop_dt else astype(_wrap(x), loop_dt, site=site)
     if name == "cube":
         if map_dtypes(OPS["multiply"], [loop_dt, loop_dt])[0] != out_dt:
@@ -417,7 +424,7 @@ def record_reduce(name, x, axis=None, keepdims=False, dtype=None, site=None):
     out_dt, acc_dt = reduction_dtypes(name, p.dtype)
     if dtype is not None and name in ("sum", "prod", "mean"):
         out_dt = canonical_dtype(dtype, site)
-        acc_dt = D.float64 if D.is_float(out_dt) else out_dt
+        acc_dt = D.float64 if D.is_float(out_dt) and name != "prod" else out_dt
     if keepdims:
         shape = tuple(1 if i in axes else s for i, s in enumerate(p.shape))
     else:
@@ -474,6 +481,8 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
     """A reduction with NumPy's ``initial=`` and ``where=``: masked-out elements are replaced
     by a value that leaves the result unchanged (``initial`` for max/min, which NumPy
     requires with a mask), and ``initial`` joins the reduced values."""
+    if name == "mean" and dtype is not None and canonical_dtype(dtype, site).kind in "biu":
+        return _mean_in(a, axis, keepdims, canonical_dtype(dtype, site), where, site)
     if initial is _NoValue and where is True:
         return record_reduce(name, a, axis, keepdims, dtype, site=site)
     x = _as_array(a, site)
@@ -516,6 +525,21 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
     if initial is not _NoValue:
         r = record_map(_COMBINE[name], r, _initial(initial, r.dtype, site), site=site)
     return r
+
+
+def _mean_in(a, axis, keepdims, dt, where, site):
+    """``mean`` with an integer or bool ``dtype=``: NumPy's steps (numpy/_core/_methods.py
+    ``_mean``) -- the sum in that dtype, wrapping as NumPy's does, divided by the count and
+    cast back to it."""
+    x = _as_array(a, site)
+    s = reduce_kw("sum", x, axis, keepdims, dt, _NoValue, where, site)
+    if where is True:
+        n = math.prod(x.shape[ax] for ax in normalize_axes(axis, x.ndim, site, "mean"))
+    else:
+        m = _mask(where, x, site, "mean")
+        mb = broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+        n = record_reduce("sum", mb, axis, keepdims, D.int64, site=site)
+    return astype(record_map("divide", s, n, site=site), dt, site=site)
 
 
 def _view(p, off, shape, strides, site, src=None):
@@ -1716,10 +1740,44 @@ def reshape(x, shape, site=None, order="C"):
     if p.kind == "scalar":
         p = scalar_const(p, site)
     base, off, st = p.base_view()
+    new_st = c_strides(shape)
     if p.kind == "view" and tuple(st) != c_strides(p.shape):
-        c = astype(_wrap(p), p.dtype, site=site)
-        return reshape(c, shape, site=site)
-    return _view(p, off, shape, c_strides(shape), site, src=x)
+        new_st = _nocopy_strides(p.shape, st, shape) if p.size else new_st
+        if new_st is None:      # (not expressible with strides: NumPy copies too)
+            c = astype(_wrap(p), p.dtype, site=site)
+            return reshape(c, shape, site=site)
+    return _view(p, off, shape, new_st, site, src=x)
+
+
+def _nocopy_strides(old_shape, old_strides, shape):
+    """The strides of ``shape`` as a view of the strided array (``old_shape``,
+    ``old_strides``, in elements), or None when a copy is needed: NumPy's
+    ``_attempt_nocopy_reshape`` (C order), so that a reshape is a view exactly when NumPy's
+    is (``a[::-1].reshape(-1)``, ``b.T.ravel()`` of an (n, 1) array)."""
+    od = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
+    new_st = [0] * len(shape)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(shape) and oi < len(od):
+        np_, op = shape[ni], od[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= shape[nj]
+                nj += 1
+            else:
+                op *= od[oj][0]
+                oj += 1
+        for ok in range(oi, oj - 1):
+            if od[ok][1] != od[ok + 1][0] * od[ok + 1][1]:
+                return None
+        new_st[nj - 1] = od[oj - 1][1]
+        for nk in range(nj - 1, ni, -1):
+            new_st[nk - 1] = new_st[nk] * shape[nk]
+        ni, oi = nj, oj
+        nj, oj = nj + 1, oj + 1
+    last = new_st[ni - 1] if ni >= 1 else 1
+    for nk in range(ni, len(shape)):
+        new_st[nk] = last
+    return new_st
 
 
 def transpose(x, axes=None, site=None):

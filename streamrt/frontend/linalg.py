@@ -481,6 +481,11 @@ twin_namespace(globals(), __all__, np)      # the NumPy tier (array.py)
 
 # ---- complex parts as attributes and methods ----------------------------------------------
 def _p_real(self):
+    """``a.real``: of a real array, the array itself (NumPy's is a view of it: a write into
+    it is a write into ``a``); of a complex one, its real part (a copy: streamrt's views do
+    not change the dtype, docs/guide.md)."""
+    if self.dtype.kind != "c":
+        return self
     return record_map("real", self, site=callsite())
 
 

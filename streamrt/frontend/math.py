@@ -177,11 +177,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     site = callsite()
     x = _as_array(a, site)
     ddof = _ddof(ddof, correction, site, "var")
-    if dtype is not None:
-        x = _astype(x, canonical_dtype(dtype, site), site=site)
-    elif not D.is_float(x.dtype) and x.dtype.kind != "c":
-        x = _astype(x, D.float64, site=site)
     axes = normalize_axes(axis, x.ndim, site, "var")
+    if dtype is not None:
+        r = _var_in(x, axes, canonical_dtype(dtype, site), ddof, keepdims, where, mean, site)
+        return finish_out("var", r, out, True, "unsafe", site, exact=True)
+    if not D.is_float(x.dtype) and x.dtype.kind != "c":
+        x = _astype(x, D.float64, site=site)
     if where is not True:
         m = _mask(where, x, site, "var")
         mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
@@ -217,12 +218,55 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     return finish_out("var", r, out, True, "unsafe", site, exact=True)
 
 
+def _var_in(x, axes, dt, ddof, keepdims, where, mean, site):
+    """``var`` with ``dtype=`` given: NumPy's own steps (numpy/_core/_methods.py ``_var``), so
+    that any dtype gives NumPy's dtype and value -- the mean and the sum of squares are sums
+    in ``dt`` (an integer dtype wraps as NumPy's does), each divided by the count and cast
+    back to the sum's dtype; the deviations of a real array are squared as they are (complex
+    when ``dt`` is), of a complex array as |d|^2."""
+    if where is not True:
+        m = _mask(where, x, site, "var")
+        mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+        n = record_reduce("sum", mb, axes, True, D.int64, site=site)
+    else:
+        m = True
+        n = 1
+        for ax in axes:
+            n *= x.shape[ax]
+    if mean is not None:
+        mu = _as_array(mean, site)
+    else:
+        s = reduce_kw("sum", x, axes, True, dt, _NoValue, m, site)
+        mu = record_map("divide", s, n, site=site)
+        mu = _astype(mu, s.dtype, site=site) if mu.dtype != s.dtype else mu
+    d = record_map("subtract", x, mu, site=site)
+    if x.dtype.kind not in "iuf" and d.dtype.kind == "c":
+        re, im = record_map("real", d, site=site), record_map("imag", d, site=site)
+        sq = record_map("add", record_map("multiply", re, re, site=site),
+                        record_map("multiply", im, im, site=site), site=site)
+    else:
+        sq = record_map("multiply", d, d, site=site)
+    s = reduce_kw("sum", sq, axes, keepdims, dt, _NoValue, m, site)
+    if m is True:
+        r = record_map("divide", s, builtins.max(n - ddof, 0), site=site)
+    else:
+        nk = n if keepdims else _reshape(n, s.shape, site=site)
+        r = record_map("divide", s, record_map("maximum", record_map(
+            "subtract", nk, ddof, site=site), 0, site=site), site=site)
+    return _astype(r, s.dtype, site=site) if r.dtype != s.dtype else r
+
+
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
     site = callsite()
     v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
             correction=correction)
-    return finish_out("std", record_map("sqrt", v, site=site), out, True, "unsafe", site, exact=True)
+    if v.dtype.kind in "fc":
+        r = record_map("sqrt", v, site=site)
+    else:                       # (an integer dtype=: the square root cast back to it)
+        r = _astype(record_map("sqrt", _astype(v, D.float64, site=site), site=site), v.dtype,
+                    site=site)
+    return finish_out("std", r, out, True, "unsafe", site, exact=True)
 
 
 def clip(a, a_min=_NoValue, a_max=_NoValue, out=None, *, min=_NoValue, max=_NoValue,
