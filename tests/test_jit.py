@@ -382,3 +382,24 @@ def test_openmp_threads_spin_briefly_unless_the_user_said(tmp_path, env, want):
                          env={**base, **env}, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1"] + want
+
+
+def test_a_parallel_kernel_parks_the_cut_loops_helper(monkeypatch):
+    """Before a compiled parallel kernel runs, the C path's helper thread (which spins ~0.2 ms
+    after each cut loop of an interpreted kernel) is told to sleep: OpenMP's team needs both
+    cores. A serial kernel does not park it; with the C path off there is nothing to park."""
+    from streamrt.core import hooks
+    from streamrt.frontend import native
+    calls = []
+    if native.available():
+        assert hooks.park_helper is not None
+        hooks.park_helper()                     # (callable at any time: a no-op when idle)
+    monkeypatch.setattr(hooks, "park_helper", lambda: calls.append(1))
+    with ps.config.override(serial_elements=1 << 15, backend="cpu"):
+        x = ps.asarray(np.linspace(0.0, 1.0, 100_000))
+        assert float(ps.sum(ps.sin(x) * 2.0)) == pytest.approx(
+            float(np.sum(np.sin(np.linspace(0.0, 1.0, 100_000)) * 2.0)))
+        assert calls == [1]
+        y = ps.asarray(np.linspace(0.0, 1.0, 1000))
+        float(ps.sum(ps.cos(y) * 3.0))          # (serial: not parked)
+        assert calls == [1]

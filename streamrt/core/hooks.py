@@ -47,16 +47,20 @@ distributed = None
 # ``out``, cut over two threads when long (frontend/native.py sets it when the C path is built;
 # backends/base.py's interpreter calls it, NumPy's call when None)
 ufunc_loop = None
+# () -> None: the cut loops' helper thread stops spinning (backends/numba_cpu/executor.py, before
+# a compiled parallel kernel, whose OpenMP threads need both cores); None without the C path
+park_helper = None
 
 # ---- public API ----------------------------------------------------------------------------
 # () -> the Array API namespace module (Array.__array_namespace__)
 array_namespace = None
 
 
-def set_ufunc_loop(f):
-    """The C path's ufunc-into call (None: NumPy's call)."""
-    global ufunc_loop
+def set_ufunc_loop(f, park=None):
+    """The C path's ufunc-into call (None: NumPy's call) and its helper thread's park."""
+    global ufunc_loop, park_helper
     ufunc_loop = f
+    park_helper = park
 
 
 def set_debugger(record=None, read=None, complete=None, keep=False):

@@ -369,6 +369,9 @@ static int part_fpe, helper_up, helper_failed;
 static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t part_cv = PTHREAD_COND_INITIALIZER;
 #define SPIN_NS 200000                  /* the helper spins this long after a part */
+/* 1: the helper stops spinning at once and sleeps until the next part (``split_park``: a
+ * compiled parallel kernel is about to run, whose OpenMP threads need both cores) */
+static atomic_int helper_park;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -402,10 +405,10 @@ static void *helper_main(void *arg) {
             int spins = 0;
             while (atomic_load(&part_state) != 1) {
                 cpu_relax();
-                if (++spins % 256 != 0)
+                if (++spins % 256 != 0 && !atomic_load(&helper_park))
                     continue;
                 sched_yield();          /* (a thread sharing this core -- BLAS's -- runs) */
-                if (now_ns() > until) {
+                if (now_ns() > until || atomic_load(&helper_park)) {
                     pthread_mutex_lock(&part_mu);
                     while (atomic_load(&part_state) != 1)
                         pthread_cond_wait(&part_cv, &part_mu);
@@ -429,6 +432,11 @@ static void *helper_main(void *arg) {
         atomic_store(&part_state, 3);
     }
     return NULL;
+}
+
+void split_park(void) {
+    if (helper_up)
+        atomic_store(&helper_park, 1);
 }
 
 void split_reset(void) {
@@ -502,6 +510,7 @@ static int run_split(PyUFuncGenericFunction loop, void *data, Operands *o, int n
             part.ptr[k] += h * o->steps[k];
     }
     part_fpe = 0;
+    atomic_store(&helper_park, 0);
     atomic_store(&part_state, 1);
     pthread_mutex_lock(&part_mu);
     pthread_cond_signal(&part_cv);

@@ -22,6 +22,7 @@ extern Py_ssize_t split_min;     /* loops this long or longer run on two threads
 extern long long n_split;       /* loops cut in two */
 extern long long n_split_lost;  /* ... whose helper half ended late (the next ran on one thread) */
 void split_reset(void);         /* forget the backing off of cut loops that lost */
+void split_park(void);          /* the helper thread stops spinning until the next cut loop */
 extern int split_skip, split_backoff;   /* loops left to run on one thread; the next wait */
 extern int split_delay_us;      /* tests: the helper sleeps this long before its part */
 extern int split_wait;          /* 1: the helper runs its part, never taken back (tests) */

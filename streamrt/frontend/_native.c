@@ -2819,6 +2819,13 @@ static PyObject *split_count(PyObject *mod, PyObject *reset) {
     return PyLong_FromLongLong(n);
 }
 
+/* park_helper(): the cut loops' helper thread stops spinning now and sleeps until the next
+ * cut loop (a compiled parallel kernel is about to start: its OpenMP threads need the cores) */
+static PyObject *park_helper(PyObject *mod, PyObject *Py_UNUSED(ignored)) {
+    split_park();
+    Py_RETURN_NONE;
+}
+
 /* split_state(skip=None): (loops left to run on one thread, the next backing off); tests */
 static PyObject *split_state(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs > 1) {
@@ -3076,6 +3083,8 @@ static PyMethodDef methods[] = {
      "threads (0: never); wait: the helper always runs its part (tests: deterministic), never "
      "taken back; delay_us: the helper sleeps first (tests: its core busy)."},
     {"split_count", split_count, METH_O, "split_count(reset): loops cut over two threads."},
+    {"park_helper", park_helper, METH_NOARGS, "park_helper(): the cut loops' helper thread "
+     "stops spinning and sleeps until the next cut loop."},
     {"split_state", (PyCFunction)(void (*)(void))split_state, METH_FASTCALL,
      "split_state(skip=None): (cut loops left to run on one thread, the next backing off)."},
     {"split_lost_count", split_lost_count, METH_O, "split_lost_count(reset): cut loops whose "

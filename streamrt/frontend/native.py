@@ -101,7 +101,7 @@ def install(enqueue_plain):
     config.listeners.append(_native.settings_changed)
     config.listeners.append(_split_changed)
     _split_changed()
-    hooks.set_ufunc_loop(_native.ufunc_into)
+    hooks.set_ufunc_loop(_native.ufunc_into, _native.park_helper)
     cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
     return _native.enqueue            # (ports the Python path builds, queued in C)

@@ -147,6 +147,17 @@ def _block_shape():
     return _BLOCK_SHAPE
 
 
+def _call(d, serial, args):
+    """Run a compiled kernel's variant. Before a parallel one the C path's helper thread
+    stops spinning (it spins ~0.2 ms after each cut loop of an interpreted kernel): on two
+    cores it held one of them while OpenMP's team needed both -- nbody large's compiled
+    kernels, between interpreted ones, 494 and 650 us against 161 and 270 with no helper
+    (docs/decisions.md)."""
+    if not serial and hooks.park_helper is not None:
+        hooks.park_helper()
+    program_cache.call(d, serial, args)
+
+
 class CPUExecutor(Executor):
     name = "cpu"
 
@@ -257,7 +268,7 @@ class CPUExecutor(Executor):
             return
         try:
             d = self.compile(prog)
-            program_cache.call(d, serial, scan.arguments(prog))
+            _call(d, serial, scan.arguments(prog))
         except Exception as e:  # noqa: BLE001
             if settings.debug >= 1:
                 print(f"[streamrt] scan kernel failed ({type(e).__name__}: {str(e)[:200]}); "
@@ -321,5 +332,5 @@ class CPUExecutor(Executor):
                 args.append(v if v.ndim == 1 else v.reshape(-1))
             args += self.scratch(prog.partials, K * C, R0)
             args.append(C)
-        program_cache.call(d, jit.use_serial(k.elements), args)
+        _call(d, jit.use_serial(k.elements), args)
         stats.add("kernels_launched")
