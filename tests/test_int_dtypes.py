@@ -293,3 +293,19 @@ def test_clip_with_python_int_bounds_beyond_the_dtype():
             np.clip(u, lo, hi)
         with pytest.raises(ps.StreamrtOverflowError, match=_line()):
             ps.clip(x, lo, hi)
+
+
+@pytest.mark.parametrize("n", [3, 70_000])
+def test_logical_ops_take_the_truth_of_a_python_number(n):
+    """NumPy runs logical_and/or/xor with a Python number in its bool loop: 1e-300 is true
+    even beside a float32 array (whose dtype would make it 0), nan is true, -0.0 false --
+    on the NumPy tier and recorded."""
+    x = np.resize(np.array([0.0, 1.0, 2.0, -0.0], np.float32), n)
+    with ps.config.override(eager_elements=1 << 16):
+        for f in ("logical_and", "logical_or", "logical_xor"):
+            for c in (1e-300, -1e-300, 0.0, -0.0, float("nan"), 1e-300j, 3):
+                want = getattr(np, f)(x, c)
+                got = np.asarray(getattr(ps, f)(ps.asarray(x), c))
+                np.testing.assert_array_equal(got, want, err_msg=f"{f} {c}")
+                got = np.asarray(getattr(ps, f)(c, ps.asarray(x)))
+                np.testing.assert_array_equal(got, getattr(np, f)(c, x), err_msg=f"{f} {c}")

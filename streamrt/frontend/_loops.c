@@ -699,6 +699,10 @@ PyObject *direct_ufunc(PyObject *f, PyObject *const *hv, Py_ssize_t n, PyObject 
             if (out != NULL && arr[k] != out && overlaps(arr[k], out))
                 return NULL;            /* (NumPy copies the operand first) */
         } else {
+            /* a logical op with a number: NumPy takes its bool loop (1e-300 is true, where the
+             * float32 loop would see 0): NumPy's own call */
+            if (uf->name != NULL && strncmp(uf->name, "logical_", 8) == 0)
+                return NULL;
             if (!scalar_operand(hv[k], tn, &sv[k]))
                 return NULL;
             o.ptr[k] = (char *)&sv[k];

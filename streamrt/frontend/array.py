@@ -239,6 +239,10 @@ def record_map(name, *args, site=None):
     want = loop_operands(name, loop_dt, op.arity)
     for k, (p, w) in enumerate(zip(ports, want)):
         if p.kind == "scalar":
+            if op.truth and p.params[0] == "weak" and p.params[1] in ("f", "c"):
+                # only its truth counts (NumPy takes the bool loop for a Python float):
+                # 1e-300 stays true where the array's float32 would make it 0
+                p.scalar = 1.0 if p.scalar != 0 else 0.0
             if p.params[0] == "weak" and p.params[1] == "i" and D.is_int(w):
                 info = np.iinfo(w)
                 if not info.min <= p.scalar <= info.max:
