@@ -16,13 +16,14 @@ import numpy as np
 
 from .core import dtypes as D
 from .core.errors import ArgumentError, LinAlgError, callsite, record_error  # noqa: F401
-from .core.errors import StreamrtAxisError
+from .core.errors import ShapeError, StreamrtAxisError
 from .frontend.array import (HANDLED_FUNCTIONS, _view, astype, const_port, finish_out, record_map,
                              twin_namespace,
                              record_reduce)
 from .frontend.array import reshape as _reshape
 from .frontend.linalg import (LinAlgShapeError, _intrinsic, _port, _wrap, matmul,  # noqa: F401
-                              matrix_transpose, outer, tensordot, trace, vecdot)
+                              matrix_transpose, tensordot, vecdot)
+from .frontend import linalg as _fl
 from .frontend.linalg import _matmul
 from .frontend.array import transpose
 
@@ -220,14 +221,17 @@ def slogdet(a):
     return SlogdetResult(sign, logabs)
 
 
-def pinv(a, rcond=None, hermitian=False, *, rtol=None):
-    """Moore-Penrose pseudo-inverse (NumPy's default cutoff)."""
+def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
+    """Moore-Penrose pseudo-inverse, NumPy's cutoff: ``rcond`` (default 1e-15), or ``rtol``
+    (None: max(M, N) * eps)."""
     site = callsite()
     pa = _port(a, site)
     _at_least_2d(pa, site, "pinv")
     pa = _as_float(pa, site)
-    rc = rcond if rcond is not None else (rtol if rtol is not None else
-                                          max(pa.shape[-2:]) * np.finfo(pa.dtype).eps)
+    if rcond is not None and rtol is not np._NoValue:
+        raise record_error(ArgumentError, "pinv: `rtol` and `rcond` can't be both set.", site)
+    rc = rcond if rcond is not None else 1e-15 if rtol is np._NoValue else \
+        rtol if rtol is not None else max(pa.shape[-2:]) * np.finfo(pa.dtype).eps
     shape = pa.shape[:-2] + (pa.shape[-1], pa.shape[-2])
     return _intrinsic("linalg_pinv", pa.dtype, shape, (pa,), (float(rc), bool(hermitian)),
                       site)
@@ -258,14 +262,39 @@ def matrix_power(a, n):
 
 
 def multi_dot(arrays, *, out=None):
-    """``arrays[0] @ arrays[1] @ ...`` (1-D first/last as in NumPy), left to right."""
+    """``arrays[0] @ arrays[1] @ ...``, left to right: NumPy's rules -- two arrays are
+    ``dot``; otherwise the first and last may be 1-D, every other array must be 2-D."""
     site = callsite()
     if len(arrays) < 2:
         raise record_error(ArgumentError, "multi_dot: expecting at least two arrays", site)
-    r = arrays[0]
-    for b in arrays[1:]:
-        r = _matmul(r, b, site)
+    if len(arrays) == 2:
+        return finish_out("multi_dot", _fl.dot(arrays[0], arrays[1]), out, True,
+                          "same_kind", site)
+    ps_ = [_port(a, site) for a in arrays]
+    for k, p in enumerate(ps_):
+        ok = (1, 2) if k in (0, len(ps_) - 1) else (2,)
+        if len(p.shape) not in ok:
+            raise record_error(LinAlgError, f"{len(p.shape)}-dimensional array given. Array "
+                               "must be two-dimensional", site)
+    r = _wrap(ps_[0])
+    for b in ps_[1:]:
+        r = _matmul(r, _wrap(b), site)
     return finish_out("multi_dot", r, out, True, "same_kind", site)
+
+
+def outer(x1, x2, /):
+    """``np.linalg.outer``: the outer product of two 1-D arrays (``ps.outer`` flattens)."""
+    site = callsite()
+    n1, n2 = len(_port(x1, site).shape), len(_port(x2, site).shape)
+    if n1 != 1 or n2 != 1:
+        raise record_error(ShapeError, "Input arrays must be one-dimensional, but they are "
+                           f"x1.ndim={n1} and x2.ndim={n2}.", site)
+    return _fl.outer(x1, x2)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """``np.linalg.trace``: the sum along the diagonals of the last two axes."""
+    return _fl.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
@@ -368,7 +397,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """Array API vector norm (``axis=None``: over all elements)."""
+    """Array API vector norm (``axis=None``: over all elements; a tuple of axes: over
+    those, as one vector -- never a matrix norm)."""
     site = callsite()
     p = _port(x, site)
     if axis is None:
@@ -377,6 +407,13 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         r = _vector_norm(X, ord, 0, site, rdt)
         return _keep(r, len(p.shape), tuple(range(len(p.shape))), keepdims, site) \
             if keepdims else r
+    if not isinstance(axis, (int, np.integer)):
+        nd = len(p.shape)
+        axes = tuple(_ax(a, nd, site) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise record_error(ArgumentError, "vector_norm: duplicate axes given", site)
+        rdt = D.float32 if p.dtype in (D.float32, np.dtype(np.complex64)) else D.float64
+        return _keep(_vector_norm(_wrap(p), ord, axes, site, rdt), nd, axes, keepdims, site)
     return norm(_wrap(p), ord, axis, keepdims)
 
 
@@ -416,22 +453,24 @@ def _fro(X, axes, site, rdt):
 
 
 def _vector_norm(X, ord, ax, site, rdt):
+    """The vector norm of ``X`` along axis ``ax`` (an int, or a tuple of axes taken as one)."""
+    ax = ax if isinstance(ax, tuple) else (ax,)
     A = _absf(X, site, rdt)
     if ord is None or ord == 2:
-        return _fro(X, (ax,), site, rdt)
+        return _fro(X, ax, site, rdt)
     if ord == np.inf:
-        return record_reduce("max", A, (ax,), site=site)
+        return record_reduce("max", A, ax, site=site)
     if ord == -np.inf:
-        return record_reduce("min", A, (ax,), site=site)
+        return record_reduce("min", A, ax, site=site)
     if ord == 0:
         nz = record_map("not_equal", A, 0, site=site)
-        return astype(record_reduce("sum", nz, (ax,), site=site), rdt, site=site)
+        return astype(record_reduce("sum", nz, ax, site=site), rdt, site=site)
     if ord == 1:
-        return record_reduce("sum", A, (ax,), site=site)
+        return record_reduce("sum", A, ax, site=site)
     if isinstance(ord, str):
         raise record_error(ArgumentError, f"norm: invalid norm order {ord!r} for vectors", site)
     o = float(ord)
-    s = record_reduce("sum", record_map("power", A, o, site=site), (ax,), site=site)
+    s = record_reduce("sum", record_map("power", A, o, site=site), ax, site=site)
     return record_map("power", s, 1.0 / o, site=site)
 
 

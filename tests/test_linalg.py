@@ -672,3 +672,38 @@ def test_array_api_linalg_helpers(backend):
     np.testing.assert_array_equal(np.asarray(ps.matrix_transpose(ps.asarray(m))), m.T)
     with pytest.raises(ps.ShapeError):
         ps.vecdot(ps.asarray(a), ps.asarray(m))
+
+
+@pytest.mark.parametrize("eager", [0, 1 << 16])
+def test_linalg_functions_follow_numpys_definitions(eager):
+    """einsum(dtype=) sums in that dtype (int32 operands do not wrap); vector_norm over a
+    tuple of axes is a vector norm; linalg.trace takes the last two axes; pinv's default
+    cutoff is rcond=1e-15; multi_dot of two arrays is dot and of three needs 2-D middles;
+    linalg.outer takes 1-D arrays only -- recorded and on the NumPy tier."""
+    rng = np.random.default_rng(3)
+    with ps.config.override(eager_elements=eager):
+        big = np.full(70_000, 2 ** 20, np.int32)
+        for sub, ops in (("i,i", (big, big)), ("i->", (np.full(4, 2 ** 30, np.int32),))):
+            got = ps.einsum(sub, *[ps.asarray(o) for o in ops], dtype=np.float64)
+            assert float(got) == float(np.einsum(sub, *ops, dtype=np.float64))
+        x = rng.standard_normal((3, 4, 5))
+        for ordv in (2, 1, np.inf, -np.inf, 0, 3):
+            for axis in ((0, 1), (1, 2), (0, 2), (-1, 0)):
+                want = np.linalg.vector_norm(x, ord=ordv, axis=axis, keepdims=True)
+                got = ps.linalg.vector_norm(ps.asarray(x), ord=ordv, axis=axis, keepdims=True)
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(ps.linalg.trace(ps.asarray(x), offset=1)),
+                                   np.linalg.trace(x, offset=1), rtol=1e-12)
+        m = np.diag(np.r_[np.ones(9), 1e-14])
+        np.testing.assert_allclose(np.asarray(ps.linalg.pinv(ps.asarray(m))),
+                                   np.linalg.pinv(m), rtol=1e-9)
+        np.testing.assert_allclose(np.asarray(ps.linalg.pinv(ps.asarray(m), rtol=None)),
+                                   np.linalg.pinv(m, rtol=None), rtol=1e-9)
+        a, b = rng.standard_normal((2, 2, 3)), rng.standard_normal((2, 3, 2))
+        got = ps.linalg.multi_dot([ps.asarray(a), ps.asarray(b)])
+        np.testing.assert_allclose(np.asarray(got), np.linalg.multi_dot([a, b]), rtol=1e-12)
+        c = ps.asarray(rng.standard_normal((2, 2, 2)))
+        with pytest.raises(np.linalg.LinAlgError):
+            ps.linalg.multi_dot([c, c, c])
+        with pytest.raises(ValueError):
+            ps.linalg.outer(ps.asarray(np.ones((3, 3))), ps.asarray(np.ones(3)))

@@ -290,12 +290,18 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     ports = [_port(o, site) for o in operands]
     shape = _einsum_shape(subscripts, [p.shape for p in ports], site)
     dt = _result(site, *[p.dtype for p in ports])
-    r = _intrinsic("einsum", dt, shape, ports, (subscripts.replace(" ", ""),), site)
     if dtype is not None:
-        if not np.can_cast(dt, dtype, casting):
-            raise record_error(DTypeError, f"einsum: cannot cast from {dt} to "
-                               f"{np.dtype(dtype)} with casting rule {casting!r}", site)
-        r = astype(r, dtype, site=site)
+        # NumPy casts the operands to dtype= and sums in it (int32 operands with
+        # dtype=float64 do not wrap)
+        want = np.dtype(dtype)
+        for p in ports:
+            if not np.can_cast(p.dtype, want, casting):
+                raise record_error(DTypeError, f"einsum: cannot cast from {p.dtype} to "
+                                   f"{want} with casting rule {casting!r}", site)
+        ports = [p if p.dtype == want else astype(_wrap(p), want, site=site)._port
+                 for p in ports]
+        dt = want
+    r = _intrinsic("einsum", dt, shape, ports, (subscripts.replace(" ", ""),), site)
     return finish_out("einsum", r, out, True, casting, site)
 
 
