@@ -183,39 +183,19 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         return finish_out("var", r, out, True, "unsafe", site, exact=True)
     if not D.is_float(x.dtype) and x.dtype.kind != "c":
         x = _astype(x, D.float64, site=site)
-    if where is not True:
-        m = _mask(where, x, site, "var")
-        mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
-        n = record_reduce("sum", mb, axes, True, D.int64, site=site)
-    else:
-        m = None
-        n = 1
-        for ax in axes:
-            n *= x.shape[ax]
+    m, n = _var_count(x, axes, where, site)
     if mean is not None:
         mu = _as_array(mean, site)
     elif m is None:
         mu = record_reduce("mean", x, axes, True, site=site)
     else:
         mu = reduce_kw("mean", x, axes, True, None, _NoValue, m, site)
-    d = record_map("subtract", x, mu, site=site)
-    if d.dtype.kind == "c":
-        re, im = record_map("real", d, site=site), record_map("imag", d, site=site)
-        sq = record_map("add", record_map("multiply", re, re, site=site),
-                        record_map("multiply", im, im, site=site), site=site)
-    else:
-        sq = record_map("multiply", d, d, site=site)
+    sq = _squares(record_map("subtract", x, mu, site=site), True, site)
     if m is not None:
         sq = record_map("where", m, sq, _const(0, sq.dtype), site=site)
     s = record_reduce("sum", sq, axes, keepdims, site=site)
-    if m is None:
-        r = record_map("divide", s, float(builtins.max(n - ddof, 0)), site=site)
-    else:
-        nk = n if keepdims else _reshape(n, s.shape, site=site)
-        r = record_map("divide", s, record_map("maximum", record_map(
-            "subtract", nk, ddof, site=site), 0, site=site), site=site)
-        r = _astype(r, s.dtype, site=site) if r.dtype != s.dtype else r
-    return finish_out("var", r, out, True, "unsafe", site, exact=True)
+    return finish_out("var", _per_dof(s, n, m, ddof, keepdims, site), out, True, "unsafe",
+                      site, exact=True)
 
 
 def _var_in(x, axes, dt, ddof, keepdims, where, mean, site):
@@ -224,30 +204,45 @@ def _var_in(x, axes, dt, ddof, keepdims, where, mean, site):
     in ``dt`` (an integer dtype wraps as NumPy's does), each divided by the count and cast
     back to the sum's dtype; the deviations of a real array are squared as they are (complex
     when ``dt`` is), of a complex array as |d|^2."""
-    if where is not True:
-        m = _mask(where, x, site, "var")
-        mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
-        n = record_reduce("sum", mb, axes, True, D.int64, site=site)
-    else:
-        m = True
-        n = 1
-        for ax in axes:
-            n *= x.shape[ax]
+    m, n = _var_count(x, axes, where, site)
+    w = True if m is None else m
     if mean is not None:
         mu = _as_array(mean, site)
     else:
-        s = reduce_kw("sum", x, axes, True, dt, _NoValue, m, site)
+        s = reduce_kw("sum", x, axes, True, dt, _NoValue, w, site)
         mu = record_map("divide", s, n, site=site)
         mu = _astype(mu, s.dtype, site=site) if mu.dtype != s.dtype else mu
-    d = record_map("subtract", x, mu, site=site)
-    if x.dtype.kind not in "iuf" and d.dtype.kind == "c":
+    sq = _squares(record_map("subtract", x, mu, site=site), x.dtype.kind not in "iuf", site)
+    s = reduce_kw("sum", sq, axes, keepdims, dt, _NoValue, w, site)
+    return _per_dof(s, n, m, ddof, keepdims, site)
+
+
+def _var_count(x, axes, where, site):
+    """(the where= mask or None, the count each result reduces: an int, or under a mask an
+    int64 array of the keepdims shape)."""
+    if where is True:
+        n = 1
+        for ax in axes:
+            n *= x.shape[ax]
+        return None, n
+    m = _mask(where, x, site, "var")
+    mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+    return m, record_reduce("sum", mb, axes, True, D.int64, site=site)
+
+
+def _squares(d, abs2, site):
+    """``d * d``; a complex ``d`` as |d|^2 when ``abs2`` (its variance is real)."""
+    if abs2 and d.dtype.kind == "c":
         re, im = record_map("real", d, site=site), record_map("imag", d, site=site)
-        sq = record_map("add", record_map("multiply", re, re, site=site),
-                        record_map("multiply", im, im, site=site), site=site)
-    else:
-        sq = record_map("multiply", d, d, site=site)
-    s = reduce_kw("sum", sq, axes, keepdims, dt, _NoValue, m, site)
-    if m is True:
+        return record_map("add", record_map("multiply", re, re, site=site),
+                          record_map("multiply", im, im, site=site), site=site)
+    return record_map("multiply", d, d, site=site)
+
+
+def _per_dof(s, n, m, ddof, keepdims, site):
+    """The summed squares ``s`` over the degrees of freedom (count - ddof, at least 0), in
+    ``s``'s dtype (cast back, as NumPy's division into its own output)."""
+    if m is None:
         r = record_map("divide", s, builtins.max(n - ddof, 0), site=site)
     else:
         nk = n if keepdims else _reshape(n, s.shape, site=site)
