@@ -2,6 +2,8 @@
 never through timings."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from helpers import EXECUTORS, assert_same
@@ -505,3 +507,41 @@ def test_ops_move_into_the_kernel_that_reads_them(executor, stats):
     assert_same(a, xv * 2.0 - 1.0)
     st = stats()
     assert st["kernels_launched"] == 2 and st["buffers_allocated"] == 3
+
+
+INLINE_ORDER_CHILD = r"""
+import numpy as np, streamrt as xp
+rng = np.random.default_rng(557)
+A = xp.asarray(rng.random((1, 8)))
+B = xp.asarray((rng.random((1, 8)) - 0.5).astype(np.float32))
+u = xp.asarray(rng.random(1))
+An, Bn, un = np.asarray(A).copy(), np.asarray(B).copy(), np.asarray(u).copy()
+keep, keepn = [], []
+for i in range(5):
+    k = max(1, min((i * 3) % 9, 8)); b = min(i % 9, 8 - k)
+    u = u * 0.5 + B[:, b:b + k].sum(axis=1) * 0.5
+    un = un * 0.5 + Bn[:, b:b + k].sum(axis=1) * 0.5
+    A = xp.where(A > 0.3, A * 1.25, B)
+    An = np.where(An > 0.3, An * 1.25, Bn)
+    keep.append(xp.where(B > (i % 10) / 10.0, B, B * 1.25))
+    keepn.append(np.where(Bn > (i % 10) / 10.0, Bn, Bn * 1.25))
+    A[0, :1] += 0.5 * B[0, :1][::-1]
+    An[0, :1] += 0.5 * Bn[0, :1][::-1]
+for o, on in zip(keep + [A, u], keepn + [An, un]):
+    np.testing.assert_allclose(np.asarray(o), on, rtol=1e-6)
+print("ok")
+"""
+
+
+def test_inlined_scalar_ops_go_only_after_their_inputs(tmp_path):
+    """A loop's dead 1-element chain (``u = u * 0.5 + B[:, b:b+k].sum(axis=1) * 0.5``, never
+    read) was inlined into a kernel that ran before the sum it reads: the read of a kept
+    result waited for that sum forever. The child must finish (and agree with NumPy)."""
+    import subprocess
+    import sys
+    from helpers import child_env
+    env = child_env(tmp_path, STREAMRT_JIT="background")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(ps.__file__)))
+    r = subprocess.run([sys.executable, "-c", INLINE_ORDER_CHILD], env=env, timeout=120,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -556,3 +556,22 @@ def test_macro_section_controls_and_read_inside():
             float(ps.sum(z))                # <section-read>
     assert _at("section-read") in str(e.value)
     _assert_runtime_works()
+
+
+def test_signed_zero_controls_are_different_calls():
+    """0.0 == -0.0 in Python, but ``1 / (a * -0.0)`` is -inf: a control's sign of zero is part
+    of the macro's signature (also inside a tuple, and a complex control's parts)."""
+    @ps.macro
+    def recip(a, c):
+        return 1.0 / (a * c)
+
+    @ps.macro
+    def recip_t(a, cs):
+        return 1.0 / (a * cs[0])
+
+    x = np.ones(70_000)
+    X = ps.asarray(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in (0.0, -0.0, 0.0, -0.0, complex(1, 0.0), complex(1, -0.0)):
+            np.testing.assert_array_equal(np.asarray(recip(X, c)), 1.0 / (x * c))
+            np.testing.assert_array_equal(np.asarray(recip_t(X, (c,))), 1.0 / (x * c))

@@ -217,6 +217,11 @@ def inline_scalars(groups, gidx, consumers):
         if n > 1 and sum(OPS[p.op].cost for p in g.ops) > INLINE_MAX_COST:
             continue
         ids = {p.id for p in g.ops}
+        # a consuming kernel recomputes these ops from their inputs: it must come after every
+        # kernel computing one of them (a consumer's kernel can precede one: a loop's
+        # dead 1-element chain read by a later step)
+        after = max((gidx[i.id] for p in g.ops for i in p.inputs
+                     if i.id not in ids and i.id in gidx), default=-1)
         targets = []
         ok = True
         for p in g.ops:
@@ -225,7 +230,7 @@ def inline_scalars(groups, gidx, consumers):
                     continue
                 h = groups[gidx[c.id]] if c.id in gidx else None
                 if c.kind not in ("map", "reduce") or h is None or h.kind != "fused" \
-                        or h is g or len(h.space) < len(g.space) \
+                        or h is g or len(h.space) < len(g.space) or h.index <= after \
                         or (n > 1 and math.prod(h.space) < INLINE_RATIO * n):
                     ok = False
                     break

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 
 import numpy as np
 
@@ -59,6 +60,10 @@ def _control_key(v, site, what):
         return (t, tuple([_control_key(x, site, what) for x in v]))
     if t is dict:
         return (t, tuple(sorted((k, _control_key(x, site, what)) for k, x in v.items())))
+    if isinstance(v, (float, np.floating)):
+        return (t, v, math.copysign(1.0, v))     # (-0.0 == 0.0, but 1 / -0.0 is -inf)
+    if isinstance(v, (complex, np.complexfloating)):
+        return (t, v, math.copysign(1.0, v.real), math.copysign(1.0, v.imag))
     try:
         hash(v)
         return (t, v)
