@@ -14,12 +14,12 @@ import numpy as np
 from .core import dtypes as D
 from .core.errors import (ArgumentError, DTypeError, ShapeError, callsite, record_error,
                           StreamrtAxisError)
-from .frontend.array import HANDLED_FUNCTIONS, const_port, finish_out, twin_namespace
+from .frontend.array import Array, HANDLED_FUNCTIONS, const_port, finish_out, twin_namespace
 from .frontend.linalg import _intrinsic, _port, _wrap
 from .frontend.shape import roll as _roll
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "rfftn", "irfftn", "rfft2", "irfft2", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -105,6 +105,11 @@ def _multi(name, a, s, axes, norm, site):
     if axes is None:
         axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
     axes = tuple(_axis(name, x, nd, site) for x in axes)
+    if not axes:
+        if name in ("rfftn", "irfftn"):
+            raise record_error(ShapeError, f"{name}: at least one axis to transform is needed",
+                               site)
+        return a if isinstance(a, Array) else _wrap(p)   # (NumPy: the input itself)
     if len(set(axes)) != len(axes):
         raise record_error(ArgumentError, f"{name}: repeated axes are not supported", site)
     if s is not None:
@@ -172,6 +177,20 @@ def ifftn(a, s=None, axes=None, norm=None, out=None):
                       site)
 
 
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """2-D transform of a real input over ``axes`` (default the last two)."""
+    site = callsite()
+    return finish_out("rfft2", _multi("rfftn", a, s, axes, norm, site), out, True,
+                      "same_kind", site)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """Inverse of rfft2: real outputs over ``axes`` (default the last two)."""
+    site = callsite()
+    return finish_out("irfft2", _multi("irfftn", a, s, axes, norm, site), out, True,
+                      "same_kind", site)
+
+
 def rfftn(a, s=None, axes=None, norm=None, out=None):
     """N-D transform of a real input (the last transformed axis: n//2 + 1 outputs)."""
     site = callsite()
@@ -221,7 +240,7 @@ def rfftfreq(n, d=1.0, device=None):
 
 
 for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftshift", "ifftshift"):
+           "rfftn", "irfftn", "rfft2", "irfft2", "fftshift", "ifftshift"):
     HANDLED_FUNCTIONS[_n] = globals()[_n]
 del _n
 twin_namespace(globals(), __all__, np.fft)      # the NumPy tier (frontend/array.py)

@@ -352,3 +352,47 @@ def test_namespace_2023_12_details():
     for n in ("int8", "uint8", "uint16", "uint32", "uint64"):
         assert int(xp.asarray(7, dtype=getattr(xp, n))) == 7
         assert [0, 1, 2][xp.asarray(2, dtype=getattr(xp, n))] == 2   # __index__
+
+
+def test_can_cast_round_linspace_asarray_follow_the_standard():
+    """can_cast is the standard's promotion lattice (no narrowing, no int -> float); round
+    of a complex array rounds each part; linspace with a complex endpoint is complex128;
+    asarray of a NumPy scalar is a 0-d array of its dtype."""
+    import array_api_strict as st
+    names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float32", "float64", "complex64", "complex128"]
+    for a in names:
+        for b in names:
+            assert xp.can_cast(getattr(xp, a), getattr(xp, b)) == \
+                st.can_cast(getattr(st, a), getattr(st, b)), (a, b)
+    z = np.array([1.5 + 2.5j, 0.4 - 1.6j, -2.5 + 0.5j])
+    np.testing.assert_array_equal(np.asarray(xp.round(xp.asarray(z))), np.round(z))
+    r = xp.linspace(0, 1 + 2j, 3)
+    assert r.dtype == np.complex128
+    np.testing.assert_allclose(np.asarray(r), np.linspace(0, 1 + 2j, 3))
+    for v in (np.float64(3.0), np.float32(2.5), np.int16(7), 3.0, 2, True, 1 + 2j):
+        a = xp.asarray(v)
+        assert a.shape == () and a.dtype == np.asarray(v).dtype and float(np.real(a)) == \
+            float(np.real(v))
+
+
+@pytest.mark.parametrize("eager", [0, 1 << 16])
+def test_fft_rfft2_irfft2_and_empty_axes(eager):
+    """rfft2/irfft2 as NumPy's; fftn/fft2 over no axes give the input (its dtype, not
+    complex: NumPy returns the input itself)."""
+    x = np.random.default_rng(2).random((6, 8, 5))
+    with ps.config.override(eager_elements=eager):
+        r = ps.fft.rfft2(ps.asarray(x))
+        np.testing.assert_allclose(np.asarray(r), np.fft.rfft2(x), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(ps.fft.irfft2(r)), np.fft.irfft2(np.fft.rfft2(x)),
+                                   rtol=1e-12, atol=1e-12)
+        got = ps.fft.rfft2(ps.asarray(x), s=(4, 6), axes=(0, 2))
+        np.testing.assert_allclose(np.asarray(got), np.fft.rfft2(x, s=(4, 6), axes=(0, 2)),
+                                   rtol=1e-12, atol=1e-12)
+        a = ps.asarray(x)
+        for f in ("fftn", "ifftn", "fft2", "ifft2"):
+            r = getattr(ps.fft, f)(a, axes=())
+            assert r.dtype == np.float64
+            np.testing.assert_array_equal(np.asarray(r), x)
+        with pytest.raises(ValueError):
+            ps.fft.rfftn(a, axes=())

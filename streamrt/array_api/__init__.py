@@ -23,6 +23,7 @@ from ..core import dtypes as D
 from ..core.errors import ArgumentError, DTypeError, callsite, record_error
 from ..frontend import creation as _c, linalg as _l, math as _m, shape as _s
 from ..frontend.array import Array, astype as _astype, record_map, record_reduce
+from ..frontend.numeric import round as _c_round
 from . import fft, linalg  # noqa: F401  (the extensions: xp.fft, xp.linalg)
 
 __array_api_version__ = "2023.12"
@@ -76,10 +77,13 @@ for _n in _ELEMENTWISE:
 
 
 def round(x, /):  # noqa: A001
-    """Round half to even (floats); integers and booleans are returned as they are."""
+    """Round half to even (floats; complex: each part); integers and booleans are returned
+    as they are."""
     site = callsite()
     if D.is_float(x.dtype):
         return record_map("rint", x, site=site)
+    if x.dtype.kind == "c":
+        return _c_round(x)
     return _astype(x, x.dtype, site=site)
 
 
@@ -128,8 +132,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if copy is False:
         raise record_error(ValueError, "asarray: copy=False cannot share host memory (streamrt "
                            "copies host data once, on record)", site)
-    if dtype is None and isinstance(obj, (builtins.bool, int, float)):
-        dtype = {builtins.bool: bool, int: int64, float: float64}[type(obj)]
+    if dtype is None and type(obj) in (builtins.bool, int, float, complex):
+        dtype = {builtins.bool: bool, int: int64, float: float64,
+                 complex: complex128}[type(obj)]
     return _c.asarray(obj, dtype=_dt(dtype, site))
 
 
@@ -184,7 +189,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     _dev(device)
-    return _c.linspace(start, stop, num, endpoint=endpoint, dtype=_dt(dtype) or float64)
+    default = complex128 if isinstance(start, complex) or isinstance(stop, complex) else float64
+    return _c.linspace(start, stop, num, endpoint=endpoint, dtype=_dt(dtype) or default)
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
@@ -215,10 +221,17 @@ def astype(x, dtype, /, *, copy=True, device=None):
 
 
 def can_cast(from_, to, /):
+    """The standard's rule: ``to`` is the type promotion of ``from_`` and ``to`` -- within
+    bool, within the integers, within the real and complex floating types; never narrowing,
+    never across kinds (int64 -> float64 is not a promotion)."""
     f = from_.dtype if isinstance(from_, Array) else np.dtype(from_)
-    return builtins.bool(np.can_cast(f, np.dtype(to), "same_kind")) and not (
-        f.kind == "f" and np.dtype(to).kind in "biu") and not (
-        f.kind in "iu" and np.dtype(to).kind == "b")
+    t = np.dtype(to)
+    if f == t:
+        return True
+    groups = ("b", "iu", "fc")
+    if not builtins.any(f.kind in g and t.kind in g for g in groups):
+        return False
+    return np.result_type(f, t) == t
 
 
 class finfo_object(NamedTuple):
