@@ -114,6 +114,13 @@ def is_scratch(p):
     return p.kind == "const" and p.params == ("scratch",)
 
 
+def scratch_written(p):
+    """A scratch buffer the NumPy tier wrote a piece into at once: a plain buffer from then on
+    (no longer uninitialised: the flush must not swap it for a pool buffer, a region write
+    must not take it over)."""
+    p.params = ("scratch", "written")
+
+
 def dying_buffer(p):
     """Whether constant port ``p``'s buffer is a temporary as NumPy sees one: no Array holds
     the constant or a view of it (NumPy-tier views included), at most one work queue's

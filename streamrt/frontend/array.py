@@ -513,8 +513,7 @@ def reduce_kw(name, a, axis, keepdims, dtype, initial, where, site):
                 canonical_dtype(dtype, site)
             s = record_reduce("sum", xm, axis, keepdims,
                               out_dt if out_dt.kind in "fc" else D.float64, site=site)
-            mb = broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
-            n = record_reduce("sum", mb, axis, keepdims, D.int64, site=site)
+            n = reduced_count(x, axis, keepdims, m, site)
             return astype(record_map("divide", s, n, site=site), out_dt, site=site)
         x = xm
     axes = normalize_axes(axis, x.ndim, site, name)
@@ -537,13 +536,18 @@ def _mean_in(a, axis, keepdims, dt, where, site):
     cast back to it."""
     x = _as_array(a, site)
     s = reduce_kw("sum", x, axis, keepdims, dt, _NoValue, where, site)
-    if where is True:
-        n = math.prod(x.shape[ax] for ax in normalize_axes(axis, x.ndim, site, "mean"))
-    else:
-        m = _mask(where, x, site, "mean")
-        mb = broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
-        n = record_reduce("sum", mb, axis, keepdims, D.int64, site=site)
+    m = None if where is True else _mask(where, x, site, "mean")
+    n = reduced_count(x, axis, keepdims, m, site)
     return astype(record_map("divide", s, n, site=site), dt, site=site)
+
+
+def reduced_count(x, axis, keepdims, m, site):
+    """How many elements each result of a reduction of ``x`` over ``axis`` reduces: an int,
+    or under the ``where=`` mask ``m`` (an Array) an int64 array of the result's shape."""
+    if m is None:
+        return math.prod(x.shape[ax] for ax in normalize_axes(axis, x.ndim, site, "mean"))
+    mb = broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
+    return record_reduce("sum", mb, axis, keepdims, D.int64, site=site)
 
 
 def _view(p, off, shape, strides, site, src=None):

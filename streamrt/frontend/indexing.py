@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import dtypes as D, hooks
 from ..core.config import settings
-from ..core.ir import DONE, Port, c_strides, is_scratch, strided
+from ..core.ir import DONE, Port, c_strides, is_scratch, scratch_written, strided
 from ..core.errors import (ArgumentError, DTypeError, ShapeError, StreamrtIndexError,
                            StreamrtOverflowError, callsite, record_error)
 from ..core.errors import MacroError
@@ -159,10 +159,8 @@ def write_in_place(base, off, shape, st, value, site, key=None, flat=False, owne
     else:
         vh = value
     _tiers.settle(base)
-    if is_scratch(base):
-        # an uninitialised buffer of concatenate/roll now holds this piece: a plain buffer
-        # from here on (the flush must not swap it for a pool buffer: cscheduler.pool_scratch)
-        base.params = ("scratch", "written")
+    if is_scratch(base):        # (concatenate/roll's new buffer now holds this piece)
+        scratch_written(base)
     dst = strided(bv, off, shape, st)
     try:
         if key is None:

@@ -13,8 +13,8 @@ from ..core.errors import ArgumentError, DTypeError, ShapeError, callsite, recor
 from .array import (HANDLED_FUNCTIONS, HANDLED_UFUNCS, Array, _NoValue, _as_array, _const, _mask,
                     astype as _astype, broadcast_to as _broadcast_to, canonical_dtype,
                     finish_out, normalize_axes, operand, record_map, record_reduce,
-                    record_unary, reduce_kw, reshape as _reshape, transpose as _transpose,
-                    twin_namespace)
+                    record_unary, reduce_kw, reduced_count, reshape as _reshape,
+                    transpose as _transpose, twin_namespace)
 from . import native as _native
 from .shape import nonzero
 
@@ -218,16 +218,10 @@ def _var_in(x, axes, dt, ddof, keepdims, where, mean, site):
 
 
 def _var_count(x, axes, where, site):
-    """(the where= mask or None, the count each result reduces: an int, or under a mask an
-    int64 array of the keepdims shape)."""
-    if where is True:
-        n = 1
-        for ax in axes:
-            n *= x.shape[ax]
-        return None, n
-    m = _mask(where, x, site, "var")
-    mb = _broadcast_to(m, x.shape, site=site) if m.shape != x.shape else m
-    return m, record_reduce("sum", mb, axes, True, D.int64, site=site)
+    """(the where= mask or None, the count each result reduces, keepdims-shaped under a
+    mask: ``reduced_count``)."""
+    m = None if where is True else _mask(where, x, site, "var")
+    return m, reduced_count(x, axes, True, m, site)
 
 
 def _squares(d, abs2, site):

@@ -102,16 +102,20 @@ class EScheduler:
             # interrupted (Ctrl-C) on this thread: what has not run is cancelled -- its
             # outputs fail, so a later read raises instead of waiting for a run that will
             # not come
-            err = CancelledError("cancelled: a KeyboardInterrupt interrupted the read that "
-                                 "was computing this array (compute it again to get its "
-                                 "value)")
-            for prog in seq.programs:
-                if any(p.state == SUBMITTED for p in prog.outputs):
-                    self._settle(prog, err)
-                    self._inline_settled(prog)
+            self._fail_unrun(seq, CancelledError(
+                "cancelled: a KeyboardInterrupt interrupted the read that was computing this "
+                "array (compute it again to get its value)"))
             stats.add("sequences_cancelled")
-            seq.programs = []
             raise
+
+    def _fail_unrun(self, seq, err):
+        """Fail the outputs of ``seq``'s programs that have not run (a later read raises
+        ``err`` instead of waiting for a run that will not come)."""
+        for prog in seq.programs:
+            if any(p.state == SUBMITTED for p in prog.outputs):
+                self._settle(prog, err)
+                self._inline_settled(prog)
+        seq.programs = []
 
     def run_on_worker(self, seq, executor, release):
         """Run a sequence a read is about to wait for on ``executor``'s own thread, whole, as
@@ -131,11 +135,7 @@ class EScheduler:
             try:
                 self._run_inline(seq, executor)
             except BaseException as e:  # noqa: BLE001 - delivered at the read, never lost
-                for prog in seq.programs:
-                    if any(p.state == SUBMITTED for p in prog.outputs):
-                        self._settle(prog, e)
-                        self._inline_settled(prog)
-                seq.programs = []
+                self._fail_unrun(seq, e)
             finally:
                 with self.live_lock:
                     self.live.pop(id(seq), None)
