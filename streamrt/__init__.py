@@ -23,7 +23,7 @@ from .backends import device_cache
 from .backends.base import tune_host_heap as _tune_host_heap
 from .backends.devices import devices as _devices
 from .backends.numba_cpu import program_cache
-from .runtime import cscheduler, macro_cache, trace_cache
+from .runtime import cscheduler, macro_cache, products, trace_cache
 from .runtime.workqueue import current_queue
 from . import fft, linalg, random  # noqa: F401
 from .frontend import creation as _creation, shape as _shape_mod
@@ -97,12 +97,14 @@ def clear_caches(disk: bool = False):
     programs (``disk=True``: also delete the compiled kernels under STREAMRT_CACHE_DIR, the
     device compilers' caches included, except one a live compiler uses -- PoCL's, while this or
     another process has an OpenCL context: deleting it under PoCL aborted the process).
-    Also forgets which lines run at once on the NumPy tier (``CallSite.now``).
+    Also forgets which lines run at once on the NumPy tier (``CallSite.now``) and the blocks
+    of a loop's products (``STREAMRT_BATCH_PRODUCTS``) with the lines that stopped them.
     Returns the device cache directories kept."""
     sync()
     _errors.forget_sites()
     trace_cache.get().clear()
     macro_cache.get().clear()
+    products.forget()
     program_cache.clear_memory(disk=disk)
     return device_cache.clear(disk=disk)
 

@@ -43,6 +43,11 @@ FLAGS = {
                            "and whose inputs and result have fewer elements than this runs at "
                            "once through NumPy instead of being recorded for fusion (0: record "
                            "every op)"),
+    "batch_products": Flag("STREAMRT_BATCH_PRODUCTS", True, _bool,
+                           "The NumPy tier: a loop's vector-matrix products whose vector steps "
+                           "through one buffer (A[i, :] @ B for i = 0, 1, ...) are computed a "
+                           "block of rows at a time as one matrix product (runtime/products.py; "
+                           "answers equal NumPy's up to rounding); 0: one by one, as NumPy"),
     "split_elements": Flag("STREAMRT_SPLIT_ELEMENTS", 1 << 16, int,
                            "The NumPy tier on two cores: an element-wise op over this many "
                            "elements or more, run through NumPy (an interpreted kernel's op, "

@@ -50,17 +50,22 @@ ufunc_loop = None
 # () -> None: the cut loops' helper thread stops spinning (backends/numba_cpu/executor.py, before
 # a compiled parallel kernel, whose OpenMP threads need both cores); None without the C path
 park_helper = None
+# (slot, spec or None) -> None: a block of a loop's products answers its calls in C
+# (runtime/products.py registers its blocks; None without the C path)
+product_block = None
 
 # ---- public API ----------------------------------------------------------------------------
 # () -> the Array API namespace module (Array.__array_namespace__)
 array_namespace = None
 
 
-def set_ufunc_loop(f, park=None):
-    """The C path's ufunc-into call (None: NumPy's call) and its helper thread's park."""
-    global ufunc_loop, park_helper
+def set_ufunc_loop(f, park=None, product=None):
+    """The C path's ufunc-into call (None: NumPy's call), its helper thread's park and its
+    registry of product blocks."""
+    global ufunc_loop, park_helper, product_block
     ufunc_loop = f
     park_helper = park
+    product_block = product
 
 
 def set_debugger(record=None, read=None, complete=None, keep=False):

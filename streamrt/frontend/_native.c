@@ -63,6 +63,9 @@ static PyObject *settings;       /* config.settings (queue_threshold) */
 static PyObject *iinfo;          /* array._IINFO: dtype -> (min, max) */
 static PyObject *enqueue_plain;  /* array._enqueue_plain: the Python enqueue */
 static PyObject *register_alias; /* indexing.register: an Array reads a base (aliases) */
+static PyObject *product_serve;  /* runtime/products.serve: products of a loop, in blocks */
+static PyObject *product_refs;   /* (np.matmul, np.dot): the functions it serves */
+static Py_ssize_t product_min;   /* products.MIN_ELEMENTS */
 static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
 static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
@@ -2265,6 +2268,215 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
     return wrap_f64(r);
 }
 
+/* Blocks of products runtime/products.py computed, registered for the calls they answer
+ * (``product_block``): a call whose vector is a row of one -- same base ports, orientation,
+ * dtype, vector stride and length, matrix strides, contracted rows, a window inside the
+ * block's columns -- is answered here without the Python call; the last row of a block goes
+ * to Python (which then computes the next block). The ports' captured marks keep a block
+ * valid: a write into either base goes through tiers.settle, and the run's release clears
+ * its slot. */
+#define PRODUCT_SLOTS 4
+typedef struct {
+    PyObject *bu, *bw, *block;          /* strong refs; block NULL: the slot is free */
+    int left, type;
+    Py_ssize_t su, K, t0, t1, step, rows, bc0;
+    npy_intp mw_ptr, r0, wptr, n, block_ptr;    /* r0 < 0: the matrix exactly (wptr, n) */
+} ProductSlot;
+static ProductSlot product_slots[PRODUCT_SLOTS];
+static long long n_products_fast;
+
+/* Call sites (code object, bytecode offset) whose products are not watched any more: their
+ * runs were written while in use, or never came to a block (products.serve answered False).
+ * Raw addresses (a code object's address reused later only costs that site its blocks);
+ * cleared by product_block(-1, None) (ps.clear_caches). */
+#define REFUSED_SITES 64
+static struct { void *code; int lasti; } refused[REFUSED_SITES];
+static int n_refused_next;
+
+static void product_slot_clear(ProductSlot *s) {
+    Py_CLEAR(s->bu);
+    Py_CLEAR(s->bw);
+    Py_CLEAR(s->block);
+}
+
+/* product_block(slot, spec or None): spec (bu, bw, left, type, su, K, t0, t1, mw_ptr, r0,
+ * wptr, n, block, block_ptr, step, rows, bc0) */
+static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
+    int k;
+    PyObject *spec;
+    if (!PyArg_ParseTuple(args, "iO", &k, &spec))
+        return NULL;
+    if (k == -1) {                      /* forget every block and refused site */
+        for (int i = 0; i < PRODUCT_SLOTS; i++)
+            product_slot_clear(&product_slots[i]);
+        memset(refused, 0, sizeof(refused));
+        Py_RETURN_NONE;
+    }
+    if (k < 0 || k >= PRODUCT_SLOTS) {
+        PyErr_SetString(PyExc_IndexError, "product_block: slot");
+        return NULL;
+    }
+    ProductSlot *s = &product_slots[k];
+    product_slot_clear(s);
+    if (spec == Py_None)
+        Py_RETURN_NONE;
+    PyObject *bu, *bw, *block;
+    Py_ssize_t mw, r0, wptr, bptr;
+    ProductSlot t = {0};
+    if (!PyArg_ParseTuple(spec, "OOiinnnnnnnnOnnnn", &bu, &bw, &t.left, &t.type, &t.su, &t.K,
+                          &t.t0, &t.t1, &mw, &r0, &wptr, &t.n, &block, &bptr, &t.step,
+                          &t.rows, &t.bc0))
+        return NULL;
+    if (!PyArray_CheckExact(block) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)block) ||
+            PyArray_NDIM((PyArrayObject *)block) != 2 ||
+            PyArray_DESCR((PyArrayObject *)block)->type_num != t.type || t.step == 0) {
+        PyErr_SetString(PyExc_ValueError, "product_block: a C-ordered 2-D block of the type");
+        return NULL;
+    }
+    t.mw_ptr = mw;
+    t.r0 = r0;
+    t.wptr = wptr;
+    t.block_ptr = bptr;
+    t.bu = Py_NewRef(bu);
+    t.bw = Py_NewRef(bw);
+    t.block = Py_NewRef(block);
+    *s = t;
+    Py_RETURN_NONE;
+}
+
+/* The answer of a registered block for this call (new ref), or NULL (no error) */
+static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObject *u,
+                              PyArrayObject *w) {
+    int type = PyArray_DESCR(u)->type_num;
+    Py_ssize_t su = PyArray_STRIDE(u, 0), K = PyArray_DIM(u, 0);
+    Py_ssize_t t0 = PyArray_STRIDE(w, left ? 0 : 1), t1 = PyArray_STRIDE(w, left ? 1 : 0);
+    Py_ssize_t N = PyArray_DIM(w, left ? 1 : 0);
+    npy_intp uptr = (npy_intp)PyArray_BYTES(u), wptr = (npy_intp)PyArray_BYTES(w);
+    for (int k = 0; k < PRODUCT_SLOTS; k++) {
+        ProductSlot *s = &product_slots[k];
+        if (s->block == NULL || s->bu != bu || s->bw != bw || s->left != left ||
+                s->type != type || s->su != su || s->K != K || s->t0 != t0 || s->t1 != t1)
+            continue;
+        npy_intp d = uptr - s->block_ptr;
+        if (d % s->step != 0)
+            continue;
+        npy_intp j = d / s->step;
+        if (j < 0 || j >= s->rows - 1)  /* (the last row: Python's, which goes on) */
+            continue;
+        npy_intp c0;
+        if (s->r0 < 0) {
+            if (wptr != s->wptr || N != s->n)
+                continue;
+            c0 = 0;
+        } else {
+            npy_intp off = wptr - s->mw_ptr, r0, rest, bad;
+            if (off < 0)
+                continue;
+            if (t0 > t1) {
+                r0 = off / t0;
+                rest = off % t0;
+                c0 = rest / t1;
+                bad = rest % t1;
+            } else {
+                c0 = off / t1;
+                rest = off % t1;
+                r0 = rest / t0;
+                bad = rest % t0;
+            }
+            if (bad || r0 != s->r0)
+                continue;
+        }
+        PyArrayObject *b = (PyArrayObject *)s->block;
+        npy_intp c = c0 - s->bc0;
+        if (c < 0 || c + N > PyArray_DIM(b, 1))
+            continue;
+        npy_intp dims[1] = {N};
+        PyObject *out = PyArray_SimpleNew(1, dims, type);
+        if (out == NULL)
+            return NULL;
+        memcpy(PyArray_BYTES((PyArrayObject *)out),
+               PyArray_BYTES(b) + j * PyArray_STRIDE(b, 0) + c * PyArray_ITEMSIZE(b),
+               (size_t)N * PyArray_ITEMSIZE(b));
+        n_products_fast++;
+        return out;
+    }
+    return NULL;
+}
+
+
+static int product_refused(void **code, int *lasti) {
+    PyFrameObject *f = PyEval_GetFrame();
+    if (f == NULL)
+        return 1;
+    PyCodeObject *c = PyFrame_GetCode(f);
+    *code = c;
+    Py_DECREF(c);                       /* (only its address is kept) */
+    *lasti = PyFrame_GetLasti(f);
+    for (int k = 0; k < REFUSED_SITES; k++)
+        if (refused[k].code == *code && refused[k].lasti == *lasti)
+            return 1;
+    return 0;
+}
+
+static PyObject *product_count(PyObject *Py_UNUSED(mod), PyObject *reset) {
+    long long n = n_products_fast;
+    if (PyObject_IsTrue(reset))
+        n_products_fast = 0;
+    return PyLong_FromLongLong(n);
+}
+
+/* ``u @ W`` or ``W @ u`` (np.matmul, np.dot) of a vector and a matrix of one float dtype, both
+ * Arrays viewing a base port's buffer, the matrix of product_min elements or more: the answer
+ * runtime/products.serve has from a block of a loop's products, or NULL (none, no error) */
+static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *const *args) {
+    if (!PyTuple_Check(product_refs) || PyTuple_GET_SIZE(product_refs) != 2 ||
+            (ref != PyTuple_GET_ITEM(product_refs, 0) && ref != PyTuple_GET_ITEM(product_refs, 1)))
+        return NULL;
+    if (Py_TYPE(args[0]) != ArrayType || Py_TYPE(args[1]) != ArrayType ||
+            !PyArray_CheckExact(hv[0]) || !PyArray_CheckExact(hv[1]))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)hv[0], *b = (PyArrayObject *)hv[1];
+    int an = PyArray_NDIM(a), bn = PyArray_NDIM(b);
+    if (!((an == 1 && bn == 2) || (an == 2 && bn == 1)))
+        return NULL;
+    int tn = PyArray_DESCR(a)->type_num;
+    if ((tn != NPY_DOUBLE && tn != NPY_FLOAT) || PyArray_DESCR(b)->type_num != tn)
+        return NULL;
+    int left = an == 1;
+    PyArrayObject *w = left ? b : a;
+    if (PyArray_SIZE(w) < product_min)
+        return NULL;
+    PyObject *bu = host_base(args[left ? 0 : 1]), *bw = host_base(args[left ? 1 : 0]);
+    if (bu == NULL || bw == NULL)
+        return NULL;
+    PyObject *f = product_fast(bu, bw, left, left ? a : b, w);
+    if (f != NULL || PyErr_Occurred())
+        return f;
+    void *code;
+    int lasti;
+    if (product_refused(&code, &lasti))
+        return NULL;
+    PyObject *up = PyLong_FromVoidPtr(PyArray_BYTES(left ? a : b));
+    PyObject *wp = PyLong_FromVoidPtr(PyArray_BYTES(w));
+    PyObject *r = NULL;
+    if (up != NULL && wp != NULL)
+        r = PyObject_CallFunctionObjArgs(product_serve, left ? hv[0] : hv[1],
+                                         (PyObject *)w, bu, bw, left ? Py_True : Py_False,
+                                         up, wp, NULL);
+    Py_XDECREF(up);
+    Py_XDECREF(wp);
+    if (r == Py_False) {                /* not at this site any more */
+        refused[n_refused_next].code = code;
+        refused[n_refused_next].lasti = lasti;
+        n_refused_next = (n_refused_next + 1) % REFUSED_SITES;
+    }
+    if (r == Py_None || r == Py_False) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
 static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
                             PyObject *kwnames, int any_size) {
@@ -2290,7 +2502,9 @@ static PyObject *eager_func(PyObject *ref, PyObject *const *args, Py_ssize_t n,
             goto done;
     if (fd.n == 0)
         goto done;
-    if (kwnames == NULL) {
+    if (kwnames == NULL && n == 2 && fd.n == 2)
+        r = batched_product(ref, hv, args);
+    if (r == NULL && !PyErr_Occurred() && kwnames == NULL) {
         r = n == 1 ? direct_reduce(ref, hv[0]) : NULL;
         if (r == NULL && !PyErr_Occurred())
             r = direct_ufunc(ref, hv, n, NULL);
@@ -2531,16 +2745,19 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
         get_obj(cfg, "capture", &capture_more) || get_obj(cfg, "ufunc_ops", &ufunc_ops) ||
         get_obj(cfg, "supported", &supported) || get_obj(cfg, "materialize", &materialize) ||
         get_obj(cfg, "elidable", &elidable) || get_obj(cfg, "sites", &user_codes) ||
-        get_obj(cfg, "register", &register_alias))
+        get_obj(cfg, "register", &register_alias) || get_obj(cfg, "product", &product_serve) ||
+        get_obj(cfg, "product_refs", &product_refs))
         return NULL;
     if (s_out_kw == NULL && (s_out_kw = Py_BuildValue("(s)", "out")) == NULL)
         return NULL;
     PyObject *ne = PyDict_GetItemString(cfg, "now_elements");
     PyObject *mc = PyDict_GetItemString(cfg, "max_site_codes");
-    if (ne == NULL || mc == NULL || (now_elements = PyLong_AsSsize_t(ne)) == -1 ||
-            (maxcodes = PyLong_AsSsize_t(mc)) == -1) {
+    PyObject *pm = PyDict_GetItemString(cfg, "product_min");
+    if (ne == NULL || mc == NULL || pm == NULL || (now_elements = PyLong_AsSsize_t(ne)) == -1 ||
+            (maxcodes = PyLong_AsSsize_t(mc)) == -1 || (product_min = PyLong_AsSsize_t(pm)) == -1) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_KeyError, "configure: now_elements, max_site_codes");
+            PyErr_SetString(PyExc_KeyError, "configure: now_elements, max_site_codes, "
+                            "product_min");
         return NULL;
     }
     if (!PyDict_Check(internal) || !PyDict_Check(user_codes) || !PyDict_Check(fast_memo) ||
@@ -2732,12 +2949,14 @@ static PyObject *py_enqueue(PyObject *Py_UNUSED(mod), PyObject *port) {
 
 static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unused)) {
     epoch++;
+    for (int k = 0; k < PRODUCT_SLOTS; k++)     /* (STREAMRT_BATCH_PRODUCTS may be off now) */
+        product_slot_clear(&product_slots[k]);
     Py_RETURN_NONE;
 }
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 12
+#define NATIVE_ABI 13
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -3078,6 +3297,11 @@ static PyMethodDef methods[] = {
     {"ufunc_into", (PyCFunction)(void (*)(void))py_ufunc_into, METH_FASTCALL,
      "ufunc_into(uf, args, out, cut=True): uf(*args, out=out) by its own loop, cut over two "
      "threads when long and cut; out, or None when not taken (NumPy's call then runs)."},
+    {"product_block", product_block, METH_VARARGS, "product_block(slot, spec or None): a "
+     "block of products (runtime/products.py) answers the calls it covers; (-1, None): "
+     "forget the blocks and the refused sites"},
+    {"product_count", product_count, METH_O, "product_count(reset): products answered from "
+     "a block here"},
     {"split_config", (PyCFunction)(void (*)(void))split_config, METH_FASTCALL,
      "split_config(n, wait=False, delay_us=0): loops of n elements or more run on two "
      "threads (0: never); wait: the helper always runs its part (tests: deterministic), never "

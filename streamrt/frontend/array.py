@@ -21,7 +21,7 @@ from ..core.errors import (_INTERNAL, AbortError, ArgumentError, DTypeError,
                            StreamrtError, StreamrtIndexError, StreamrtOverflowError, callsite,
                            record_error, site_at)
 from ..backends.base import ref_value, run_refop
-from ..runtime import cscheduler, tiers as _tiers
+from ..runtime import cscheduler, products as _products, tiers as _tiers
 from ..runtime.workqueue import current_queue, _local as _tls
 from . import indexing as _indexing, native as _native, pieces as _pieces
 from .indexing import register as _register
@@ -1483,14 +1483,48 @@ def eager_function(ref, args, kwargs, any_size=False):
     if not found or any(a is NotImplemented for a in hargs) or \
             any(v is NotImplemented for v in hkw.values()):
         return NotImplemented
-    try:
-        r = _fpe.run(getattr(ref, "__name__", "numpy"), ref, *hargs, **hkw)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return NotImplemented
+    r = _batched_product(ref, args, found) if len(args) == 2 and not hkw else None
+    if r is None:
+        try:
+            r = _fpe.run(getattr(ref, "__name__", "numpy"), ref, *hargs, **hkw)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return NotImplemented
     r = _eager_out(r, found)
     if r is not NotImplemented:
         _tiers.note_eager()
     return r
+
+
+def _batched_product(ref, args, found):
+    """A vector-matrix product of a loop from runtime/products.py's block, or None (the C
+    path's ``batched_product``, _native.c, is the same test)."""
+    if ref not in PRODUCT_REFS or len(found) != 2 or \
+            type(args[0]) is not Array or type(args[1]) is not Array:
+        return None
+    (h0, a0), (h1, a1) = found
+    if type(h0) is not np.ndarray or type(h1) is not np.ndarray or \
+            (h0.ndim, h1.ndim) not in ((1, 2), (2, 1)) or h0.dtype != h1.dtype or \
+            h0.dtype.char not in "fd":
+        return None
+    left = h0.ndim == 1
+    u, w, au, aw = (h0, h1, a0, a1) if left else (h1, h0, a1, a0)
+    if w.size < _products.MIN_ELEMENTS:
+        return None
+    bu, bw = _host_base(au), _host_base(aw)
+    if bu is None or bw is None:
+        return None
+    r = _products.serve(u, w, bu, bw, left, u.__array_interface__["data"][0],
+                        w.__array_interface__["data"][0])
+    return r if r is not False else None
+
+
+def _host_base(a):
+    """The base port whose buffer computed Array ``a``'s host ndarray views, or None (a
+    NumPy-tier buffer of its own)."""
+    p = a._p
+    if p is not None:
+        return p.inputs[0] if p.kind == "view" else p
+    return a._b
 
 
 # NumPy functions that streamrt records as intrinsics (BLAS, LAPACK, FFT, sorts, scans): no
@@ -1539,6 +1573,11 @@ def twin_of(ns, name):
     if isinstance(f, np.ufunc):
         return f
     return getattr(f, "_implementation", None)
+
+
+# the NumPy functions whose vector-matrix products runtime/products.py may answer (the C path
+# is given the same two)
+PRODUCT_REFS = (np.matmul, twin_of(np, "dot"))
 
 
 def twin_namespace(g, names, ns):

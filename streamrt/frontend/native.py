@@ -17,10 +17,10 @@ import numpy as np
 from ..core import config, dtypes as D, errors, hooks, ir, keys, stats
 from ..core.config import settings
 from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
-from ..runtime import cscheduler, tiers, trace_cache, workqueue
+from ..runtime import cscheduler, products, tiers, trace_cache, workqueue
 from . import array, indexing, pieces
 
-ABI = 12    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 13    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -74,7 +74,8 @@ def install(enqueue_plain):
         "supported": set(D.SUPPORTED_SET), "materialize": array._materialize,
         "elidable": _elidable(), "now_elements": cscheduler.WRITE_NOW_ELEMENTS,
         "sites": errors._SITES, "max_site_codes": errors.MAX_SITE_CODES,
-        "register": indexing.register})
+        "register": indexing.register, "product": products.serve,
+        "product_refs": array.PRODUCT_REFS, "product_min": products.MIN_ELEMENTS})
     Array = array.Array
     for name, f in list(vars(Array).items()):
         slow = getattr(f, "_slow", None)
@@ -101,7 +102,7 @@ def install(enqueue_plain):
     config.listeners.append(_native.settings_changed)
     config.listeners.append(_split_changed)
     _split_changed()
-    hooks.set_ufunc_loop(_native.ufunc_into, _native.park_helper)
+    hooks.set_ufunc_loop(_native.ufunc_into, _native.park_helper, _native.product_block)
     cscheduler.use_native(_native.released_flags, _native.unwritten)
     _installed = True
     return _native.enqueue            # (ports the Python path builds, queued in C)
@@ -229,6 +230,8 @@ def _stats(snapshot):
     snapshot["ops_eager_direct"] = direct_count()               # (of those: NumPy's loop called)
     snapshot["loops_split"] = split_count()                     # (NumPy's loops on two threads)
     snapshot["loops_split_lost"] = split_lost_count()           # (... slower than on one)
+    snapshot["products_batched"] = snapshot.get("products_batched", 0) + (
+        _native.product_count(False) if _native is not None and _installed else 0)
 
 
 def _reset():
@@ -237,6 +240,8 @@ def _reset():
     direct_count(reset=True)
     split_count(reset=True)
     split_lost_count(reset=True)
+    if _native is not None and _installed:
+        _native.product_count(True)
     tiers.reset_counts()
 
 

@@ -6,7 +6,8 @@ views of them -- and whose inputs and result are smaller than ``STREAMRT_EAGER_E
 runs immediately through NumPy (its reference definition) and gives a concrete result. Every
 other op is recorded as before. A recorded op that reads a concrete buffer *captures* it (the
 buffer's port notes the work queue); an in-place write into a concrete buffer first runs
-the work that captured it, so that work never sees a later value."""
+the work that captured it, so that work never sees a later value. A block of products computed
+ahead (runtime/products.py) captures the buffers it read too: the write drops it."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from ..core.config import settings
 from ..core.ir import DONE, strided
 from . import cscheduler
+from .products import Run
 from .workqueue import _local as _wq_local
 
 
@@ -78,10 +80,15 @@ def settle(base, own=None):
     if c is None and own is None:
         return
     qs = () if c is None else c if isinstance(c, tuple) else (c,)
+    queues = False
     for q in qs:
-        if q is not own:
+        if type(q) is Run:          # a block of products read from it (runtime/products.py)
+            q.written()
+        elif q is not own:
             cscheduler.flush(q, reason="write")
-    cscheduler.wait_idle()
+            queues = True
+    if queues or own is not None:
+        cscheduler.wait_idle()
     base.captured = own if own in qs else None
 
 

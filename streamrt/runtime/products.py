@@ -1,0 +1,294 @@
+"""The NumPy tier's products in a loop: a vector-matrix product (``v @ M`` or ``M @ v``) whose
+vector steps through one buffer from call to call -- ``A[i, :] @ B`` for i = 0, 1, 2, ... (gemm
+row by row), ``X[:, i] @ X[:, i:]`` (covariance), ``A[:i + 1, :] @ A[i, :]`` (syrk) -- gets its
+answer from one matrix-matrix product over the next rows, computed once and handed out row by
+row (BLAS at its compute speed instead of one matrix-vector product at memory speed each).
+
+A *run* is such a sequence: the same two base buffers, the vector's length and stride, the
+matrix's strides and the rows it contracts over; the matrix may be a window of its base's
+columns (``X[:, i:]``) or rows (``A[:i + 1, :]``), the block then covers every column (row) of
+the base and a call takes its window. After two steps of the same size the run computes a block
+of the next rows (8, doubling after each block used to its end, within the base buffer and
+``MAX_BLOCK_BYTES``). A call is answered from the block only when its vector is exactly a row
+of it: the same memory, read with the same stride.
+
+The block marks both base ports *captured* (runtime/tiers.py): a write into either buffer goes
+through ``tiers.settle``, which drops the block and stops the run (a loop that writes what its
+products read -- doitgen, Gram-Schmidt -- computes products one by one, as NumPy does). A block
+with a value that is not finite is not used (its rows are computed by NumPy's call, which
+reports floating-point errors as NumPy does). The answers equal NumPy's up to rounding: a
+matrix-matrix product sums in another order than a matrix-vector product."""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..core import hooks, stats
+from ..core.config import settings
+
+MIN_ELEMENTS = 16384        # matrices smaller than this: products one by one (C path's test)
+FIRST_BLOCK = 8             # rows of a run's first block
+MAX_BLOCK_BYTES = 16 << 20  # one block's size
+MAX_RUNS = 16               # runs remembered per thread
+CHURN = 3                   # runs of one pair of buffers never come to a block: stop asking
+
+_counts = {"products_batched": 0, "product_blocks": 0, "product_blocks_dropped": 0}
+_local = threading.local()
+SLOTS = 4                   # blocks the C path answers from (_native.c PRODUCT_SLOTS)
+_slots: list = [None] * SLOTS   # the run whose block each slot holds
+_next_slot = [0]
+
+
+class Run:
+    """One watched sequence of products (see the module docstring)."""
+    __slots__ = ("bu", "bw", "table", "key", "last", "step", "mw_ptr", "r0", "block",
+                 "block_ptr", "rows", "grow", "off", "wt", "marked", "win", "dwin", "bc0",
+                 "slot", "__weakref__")
+
+    def __init__(self, table, key, bu, bw, uptr):
+        self.table, self.key = table, key
+        self.bu = weakref.ref(bu, self._gone)
+        self.bw = weakref.ref(bw, self._gone)
+        self.last, self.step, self.mw_ptr, self.r0 = uptr, 0, None, None
+        self.block = self.wt = None
+        self.block_ptr = self.rows = 0
+        self.grow, self.off, self.marked = FIRST_BLOCK, False, False
+        self.win = self.dwin = None         # the last call's window (c0, N), its change
+        self.bc0 = 0                        # the block's first column
+        self.slot = None                    # the C path's slot answering from the block
+
+    def _gone(self, _ref):
+        self.table.pop(self.key, None)
+        self.block = self.wt = None
+
+    # -- the captured marks (tiers.settle calls ``written``) --
+    def _mark(self):
+        for r in (self.bu, self.bw):
+            p = r()
+            c = p.captured
+            if c is None:
+                p.captured = self
+            elif c is not self and not (isinstance(c, tuple) and self in c):
+                p.captured = (c, self) if not isinstance(c, tuple) else c + (self,)
+        self.marked = True
+
+    def _unmark(self):
+        self.marked = False
+        for r in (self.bu, self.bw):
+            p = r()
+            if p is None:
+                continue
+            c = p.captured
+            if c is self:
+                p.captured = None
+            elif isinstance(c, tuple) and self in c:
+                rest = tuple(q for q in c if q is not self)
+                p.captured = rest if len(rest) > 1 else rest[0]
+
+    def release(self):
+        self.block = self.wt = None
+        k = self.slot
+        if k is not None:
+            self.slot = None
+            if _slots[k] is self:
+                _slots[k] = None
+                hooks.product_block(k, None)
+        if self.marked:
+            self._unmark()
+
+    def _register(self, spec):
+        """The C path answers the block's rows but its last (hooks.product_block)."""
+        if hooks.product_block is None:
+            return
+        k = next((i for i, r in enumerate(_slots) if r is None), None)
+        if k is None:
+            k = _next_slot[0] = (_next_slot[0] + 1) % SLOTS
+            _slots[k].slot = None
+        _slots[k], self.slot = self, k
+        hooks.product_block(k, spec)
+
+    def written(self):
+        """A buffer the run reads is being written: its block is stale and the run stops."""
+        if self.block is not None:
+            _counts["product_blocks_dropped"] += 1
+        self.off = True
+        self.release()
+
+
+def _table():
+    t = getattr(_local, "runs", None)
+    if t is None:
+        t = _local.runs = {}
+        _local.pairs = {}       # (bu, bw, left) ids -> runs made since the pair's last block
+    return t
+
+
+def serve(u, w, bu, bw, left, uptr, wptr):
+    """``u @ w`` (``left``) or ``w @ u`` from a run's block; None: NumPy's call computes it;
+    False: that too, and the C path stops asking for this call site (its runs were written
+    while in use, or its operands change shape at every call: trmm's ``A[i + 1:, i] @ B[i +
+    1:, :]``). ``u``: the 1-D operand, ``w`` the 2-D one, of one float dtype; ``bu``/``bw``:
+    the base ports whose buffers they view; ``uptr``/``wptr``: their data addresses."""
+    if not settings.batch_products:
+        return None
+    wt = w if left else w.T             # the product is u @ wt: wt is (K, N)
+    t0, t1 = wt.strides
+    key = (id(bu), id(bw), left, u.strides[0], u.shape[0], t0, t1, u.dtype.char)
+    table = _table()
+    run = table.get(key)
+    if run is None or run.bu() is not bu or run.bw() is not bw:
+        pairs = _local.pairs
+        pair = key[:3]
+        n = pairs.get(pair, 0) + 1
+        if n > CHURN:                   # new runs of one pair that never came to a block
+            return False
+        if len(pairs) >= 4 * MAX_RUNS:
+            pairs.clear()
+        pairs[pair] = n
+        if run is not None:
+            run.release()
+        if len(table) >= MAX_RUNS:
+            table.pop(next(iter(table))).release()
+        run = table[key] = Run(table, key, bu, bw, uptr)
+    elif run.off:
+        return False
+    # the matrix's place in its base: the rows it contracts over (fixed for the run), the
+    # columns of its window
+    mw = bw.value
+    if run.mw_ptr is None:
+        if type(mw) is not np.ndarray or mw.ndim != 2 or t0 <= 0 or t1 <= 0:
+            run.off = True
+            return None
+        run.mw_ptr = mw.__array_interface__["data"][0]
+    if (t0, t1) == mw.strides:
+        m2 = mw
+    elif (t1, t0) == mw.strides:
+        m2 = mw.T
+    else:
+        m2 = None
+    K, N = wt.shape
+    if m2 is not None:
+        off = wptr - run.mw_ptr
+        if off < 0:
+            m2 = None
+        elif t0 > t1:
+            r0, rest = divmod(off, t0)
+            c0, bad = divmod(rest, t1)
+        else:
+            c0, rest = divmod(off, t1)
+            r0, bad = divmod(rest, t0)
+    if m2 is not None and (bad or r0 + K > m2.shape[0] or c0 + N > m2.shape[1]):
+        m2 = None
+    if m2 is None:              # a matrix of other strides: the block is for it exactly
+        r0, c0 = (wptr, N), 0
+    if run.r0 != r0:
+        first = run.r0 is None
+        if not first:                   # other rows contracted: a new run
+            run.release()
+            run.step, run.last = 0, uptr
+        run.r0, run.win = r0, (c0, N)
+        if first:
+            return None
+    b = run.block
+    if b is not None:
+        j, bad = divmod(uptr - run.block_ptr, run.step) if run.step else (-1, 1)
+        c = c0 - run.bc0
+        if not bad and 0 <= j < run.rows and c >= 0 and c + N <= b.shape[1]:
+            out = b[j, c:c + N].copy()
+            _counts["products_batched"] += 1
+            if j == run.rows - 1:       # the block used to its end: the next one is larger
+                run.release()
+                run.grow *= 2
+            run.last, run.win = uptr, (c0, N)
+            return out
+    step = uptr - run.last
+    run.last = uptr
+    win, last = (c0, N), run.win
+    run.win = win
+    dwin = None if last is None else (c0 - last[0], N - last[1])
+    if step == 0 or step != run.step:
+        run.step, run.dwin = step, dwin
+        return None
+    if dwin != run.dwin:                # windows that do not change by a constant: all columns
+        run.dwin = None
+    return _block(run, u, wt if m2 is None else m2[r0:r0 + K], uptr, c0, N, left)
+
+
+def _block(run, u, wt, uptr, c0, N, left):
+    """The run's next block: the products of the rows from ``u`` on (``run.step`` apart, as
+    many as fit in the base buffer, ``run.grow`` at most) with ``wt`` (every column of the
+    matrix's base, or the union of the rows' windows when they change by a constant); the
+    answer for ``u``'s own row (window ``c0``, ``N``), or None."""
+    mu = run.bu().value
+    if type(mu) is not np.ndarray or not (mu.flags.c_contiguous or mu.flags.f_contiguous):
+        run.off = True
+        return None
+    lo = mu.__array_interface__["data"][0]
+    hi = lo + mu.nbytes
+    K = u.shape[0]
+    su, step = u.strides[0], run.step
+    ext_lo, ext_hi = min(0, (K - 1) * su), max(0, (K - 1) * su) + u.itemsize
+    if uptr + ext_lo < lo or uptr + ext_hi > hi:
+        run.off = True
+        return None
+    fit = (hi - ext_hi - uptr) // step if step > 0 else (uptr + ext_lo - lo) // -step
+    rows = min(run.grow, fit + 1, max(MAX_BLOCK_BYTES // (wt.shape[1] * u.itemsize), 1))
+    if rows < 2:
+        return None
+    bc0, bc1 = 0, wt.shape[1]
+    if run.dwin is not None:            # the windows of the block's rows (covariance's shrink
+        dc, dn = run.dwin               # from the left, syrk's grow to the right): their union,
+        if dc or dn:                    # at most 1/8 of it computed for nothing
+            rows = min(rows, max(N // 4, FIRST_BLOCK))
+        last = rows - 1
+        bc0 = max(min(c0, c0 + last * dc), 0)
+        bc1 = min(max(c0 + N, c0 + N + last * (dc + dn)), bc1)
+    rows_u = as_strided(u, (rows, K), (step, su), writeable=False)
+    with np.errstate(all="ignore"):
+        b = np.matmul(rows_u, wt[:, bc0:bc1])
+        finite = np.isfinite(b).all()
+    if not finite:
+        run.off = True
+        return None
+    run.release()
+    run.block, run.block_ptr, run.rows, run.bc0 = b, uptr, rows, bc0
+    run._mark()
+    _local.pairs.pop(run.key[:3], None)
+    r0 = run.r0
+    run._register((run.bu(), run.bw(), int(left), b.dtype.num, su, K, wt.strides[0],
+                   wt.strides[1], run.mw_ptr, -1 if type(r0) is tuple else r0,
+                   r0[0] if type(r0) is tuple else 0, N, b, uptr, step, rows, bc0))
+    _counts["product_blocks"] += 1
+    _counts["products_batched"] += 1
+    return b[0, c0 - bc0:c0 - bc0 + N].copy()
+
+
+def forget():
+    """Drop this thread's runs, every block and the call sites refused (``ps.clear_caches``,
+    tests)."""
+    t = getattr(_local, "runs", None)
+    if t:
+        for run in list(t.values()):
+            run.release()
+        t.clear()
+        _local.pairs.clear()
+    if hooks.product_block is not None:
+        hooks.product_block(-1, None)
+    _slots[:] = [None] * SLOTS
+
+
+def _stats(snapshot):
+    for k, n in _counts.items():
+        snapshot[k] = snapshot.get(k, 0) + n
+
+
+def _reset():
+    for k in _counts:
+        _counts[k] = 0
+
+
+stats.declare(*_counts)
+stats.register_reader(_stats, _reset)

@@ -1,0 +1,178 @@
+"""The NumPy tier's products in a loop (runtime/products.py): a vector-matrix product whose
+vector steps through one buffer is answered from a block of the next rows' products. Results
+equal NumPy's up to rounding; a write into either buffer drops the block; the counters say what
+was batched."""
+import numpy as np
+import pytest
+
+import streamrt as ps
+from streamrt.core import stats
+from streamrt.runtime.products import MIN_ELEMENTS
+
+EAGER = 1 << 16
+
+
+@pytest.fixture(autouse=True)
+def _tier():
+    ps.clear_caches()
+    with ps.config.override(eager_elements=EAGER):
+        stats.reset_stats()
+        yield
+    ps.clear_caches()
+
+
+def _counts():
+    s = ps.runtime_stats()
+    return s["products_batched"], s["product_blocks"], s["product_blocks_dropped"]
+
+
+def _data(*shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).random(shape).astype(dtype)
+
+
+def _rows(xp, A, B):
+    out = []
+    for i in range(A.shape[0]):
+        out.append(np.asarray(A[i, :] @ B))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_products_come_from_blocks(dtype):
+    a, b = _data(64, 128, dtype=dtype), _data(128, 160, seed=1, dtype=dtype)
+    got = _rows(ps, ps.asarray(a), ps.asarray(b))
+    want = _rows(np, a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    batched, blocks, dropped = _counts()
+    # the first two calls find the step; every later row is answered from a block
+    # (8, 16, 32 rows, the last one as many as are left in A)
+    assert (batched, blocks, dropped) == (62, 4, 0)
+
+
+def test_off_gives_numpy_exactly():
+    a, b = _data(40, 128), _data(128, 130, seed=1)
+    with ps.config.override(batch_products=False):
+        got = _rows(ps, ps.asarray(a), ps.asarray(b))
+    np.testing.assert_array_equal(got, _rows(np, a, b))
+    assert _counts() == (0, 0, 0)
+
+
+def test_column_windows_shrinking():
+    """covariance: ``X[:, i] @ X[:, i:]`` -- the vector steps by one element, the matrix is a
+    window of the base's columns shrinking from the left"""
+    x = _data(200, 150)
+
+    def cov(xp, X):
+        out = np.zeros((150, 150))
+        for i in range(150):
+            out[i, i:] = np.asarray(X[:, i] @ X[:, i:])
+        return out
+
+    np.testing.assert_allclose(cov(ps, ps.asarray(x)), cov(np, x), rtol=1e-12)
+    watched = sum(200 * (150 - i) >= MIN_ELEMENTS for i in range(150))
+    batched, blocks, _ = _counts()
+    assert batched == watched - 2 and blocks > 1
+
+
+def test_row_windows_growing():
+    """syrk: ``A[:i + 1, :] @ A[i, :]`` -- the matrix on the left, a window of the base's rows
+    growing at every call; and np.dot, the same product"""
+    a = _data(300, 120)
+
+    def syrk(xp, A, f):
+        return [np.asarray(f(A[:i + 1, :], A[i, :])) for i in range(300)]
+
+    watched = sum((i + 1) * 120 >= MIN_ELEMENTS for i in range(300))
+    for f in (lambda m, v: m @ v, ps.dot):
+        got = syrk(ps, ps.asarray(a), f)
+        for g, w in zip(got, syrk(np, a, np.dot), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+        batched, blocks, _ = _counts()
+        assert batched == watched - 2 and blocks > 2
+        stats.reset_stats()
+
+
+def test_write_into_the_matrix_drops_the_block():
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+
+    def loop(xp, A, B):
+        out = []
+        for i in range(64):
+            if i == 20:
+                B[3, :] = 7.0           # every later product sees the new B
+            out.append(np.asarray(A[i, :] @ B))
+        return np.array(out)
+
+    got = loop(ps, ps.asarray(a), ps.asarray(b))
+    np.testing.assert_allclose(got, loop(np, a, b.copy()), rtol=1e-12)
+    batched, blocks, dropped = _counts()
+    assert dropped == 1
+    # the line is not watched again after its block was written: rows 20 on one by one
+    assert (batched, blocks) == (18, 2)
+
+
+def test_write_ahead_into_the_vectors_drops_the_block():
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+
+    def loop(xp, A, B):
+        out = []
+        for i in range(64):
+            if i == 12:
+                A[20, :] = -1.0         # a row the block (rows 10 to 25) computed already
+            out.append(np.asarray(A[i, :] @ B))
+        return np.array(out)
+
+    got = loop(ps, ps.asarray(a), ps.asarray(b))
+    np.testing.assert_allclose(got, loop(np, a.copy(), b), rtol=1e-12)
+    assert _counts()[2] == 1
+
+
+def test_write_through_a_view_drops_the_block():
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+    A, B = ps.asarray(a), ps.asarray(b)
+    Bv = B[:, :10]
+    out = []
+    for i in range(64):
+        if i == 30:
+            Bv *= 2.0
+        out.append(np.asarray(A[i, :] @ B))
+    b2 = b.copy()
+    want = [a[i] @ b for i in range(30)]
+    b2[:, :10] *= 2.0
+    want += [a[i] @ b2 for i in range(30, 64)]
+    np.testing.assert_allclose(np.array(out), np.array(want), rtol=1e-12)
+    assert _counts()[2] == 1
+
+
+def test_not_finite_values_leave_the_products_to_numpy():
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+    a[40, 5] = np.nan
+    a[50, 7] = np.inf
+    got = _rows(ps, ps.asarray(a), ps.asarray(b))
+    with np.errstate(all="ignore"):
+        want = _rows(np, a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.isnan(got[40]).all() and np.isinf(got[50]).all()
+
+
+def test_changing_shapes_stop_asking():
+    """trmm's ``A[i + 1:, i] @ B[i + 1:, :]``: the contracted length changes at every call,
+    nothing is batched and the line is left to NumPy's call"""
+    a, b = _data(200, 200), _data(200, 150, seed=1)
+    A, B = ps.asarray(a), ps.asarray(b)
+    got = [np.asarray(A[i + 1:, i] @ B[i + 1:, :]) for i in range(199)]
+    for i, g in enumerate(got):
+        np.testing.assert_allclose(g, a[i + 1:, i] @ b[i + 1:, :], rtol=1e-12)
+    assert _counts() == (0, 0, 0)
+
+
+def test_products_of_recorded_arrays():
+    """the matrix computed by a flush (a recorded op above the NumPy tier's size) has a base
+    port too: its rows' products are batched"""
+    a = _data(300, 256)
+    A = ps.asarray(a) * 2.0 + 1.0           # (recorded: 76,800 elements)
+    b = _data(256, 100, seed=2)
+    got = _rows(ps, A, ps.asarray(b))
+    np.testing.assert_allclose(got, _rows(np, a * 2.0 + 1.0, b), rtol=1e-12)
+    assert _counts()[1] > 0
