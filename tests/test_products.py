@@ -176,3 +176,42 @@ def test_products_of_recorded_arrays():
     got = _rows(ps, A, ps.asarray(b))
     np.testing.assert_allclose(got, _rows(np, a * 2.0 + 1.0, b), rtol=1e-12)
     assert _counts()[1] > 0
+
+
+def _native_on():
+    from streamrt.frontend import native
+    return native.available()
+
+
+def test_scaled_rows():
+    """gemm row by row: ``alpha * A[i, :] @ B`` multiplies a temporary first; the C path
+    answers it as alpha times the block's answer for ``A[i, :]``"""
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+
+    def gemm(xp, A, B):
+        return np.array([np.asarray(1.5 * A[i, :] @ B) for i in range(64)] +
+                        [np.asarray(A[i, :] * 0.5 @ B) for i in range(64)])
+
+    np.testing.assert_allclose(gemm(ps, ps.asarray(a), ps.asarray(b)), gemm(np, a, b),
+                               rtol=1e-12)
+    assert _counts()[0] == (124 if _native_on() else 0)
+
+
+def test_scaled_rows_changed_since():
+    """the scaled vector no longer x times its row (written in between, or the row itself
+    written): NumPy's product of the vector as it is"""
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+
+    def loop(xp, A, B):
+        out = []
+        for i in range(64):
+            t = 1.5 * A[i, :]
+            if i == 30:
+                t += 1.0
+            if i == 40:
+                A[i, :] = 0.0
+            out.append(np.asarray(t @ B))
+        return np.array(out)
+
+    np.testing.assert_allclose(loop(ps, ps.asarray(a), ps.asarray(b)), loop(np, a.copy(), b),
+                               rtol=1e-12)

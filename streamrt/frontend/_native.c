@@ -69,6 +69,7 @@ static Py_ssize_t product_min;   /* products.MIN_ELEMENTS */
 static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
 static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
+    *s_multiply,
     *s_on_record, *s_queue_threshold, *s_queue_key, *s_eager_elements;
 static PyObject *st_new, *st_done, *st_submitted, *st_dead, *zero, *empty;
 
@@ -1409,6 +1410,84 @@ static PyObject *binop_fast(BinOp *b, PyObject *self, PyObject *other, PyObject 
     return r;
 }
 
+/* The last two NumPy-tier products ``x * v`` (either order) of a Python float and a float64
+ * vector viewing a base port's buffer: the result and the base port by weak references, the
+ * view by its address, stride and length (the view itself is a temporary). A product of
+ * such a result with a matrix (``alpha * A[i, :] @ B``, gemm row by row) may be answered as
+ * x times a block's answer for the view (batched_product, which checks the result still
+ * holds x times the view's values). */
+#define SCALED 2
+static struct { PyObject *res, *base; char *ptr; npy_intp stride, n; double x; } scaled[SCALED];
+static int scaled_next;
+
+static void note_scaled(PyObject *self, PyObject *other, PyObject *r) {
+    if (!PyFloat_CheckExact(other) || r == NULL || Py_TYPE(r) != ArrayType)
+        return;
+    PyObject *h = host_of(self), *base = host_base(self), *rh = host_of(r);
+    if (h == NULL || base == NULL || rh == NULL || !PyArray_CheckExact(h) ||
+            !PyArray_CheckExact(rh) || PyArray_NDIM((PyArrayObject *)h) != 1 ||
+            PyArray_DESCR((PyArrayObject *)h)->type_num != NPY_DOUBLE ||
+            PyArray_NDIM((PyArrayObject *)rh) != 1 ||
+            PyArray_DESCR((PyArrayObject *)rh)->type_num != NPY_DOUBLE ||
+            PyArray_DIM((PyArrayObject *)h, 0) != PyArray_DIM((PyArrayObject *)rh, 0))
+        return;
+    PyObject *wr = PyWeakref_NewRef(rh, NULL), *wb = PyWeakref_NewRef(base, NULL);
+    if (wr == NULL || wb == NULL) {
+        Py_XDECREF(wr);
+        Py_XDECREF(wb);
+        PyErr_Clear();
+        return;
+    }
+    int k = scaled_next;
+    scaled_next = (k + 1) % SCALED;
+    Py_XSETREF(scaled[k].res, wr);
+    Py_XSETREF(scaled[k].base, wb);
+    scaled[k].ptr = PyArray_BYTES((PyArrayObject *)h);
+    scaled[k].stride = PyArray_STRIDE((PyArrayObject *)h, 0);
+    scaled[k].n = PyArray_DIM((PyArrayObject *)h, 0);
+    scaled[k].x = PyFloat_AS_DOUBLE(other);
+}
+
+/* A new view of the vector a noted ``x * v`` result ``u`` is x times, its base port
+ * (borrowed) and x; NULL when ``u`` is none (or no longer holds those values) */
+static PyObject *scaled_source(PyArrayObject *u, PyObject **base, double *x) {
+    for (int k = 0; k < SCALED; k++) {
+        if (scaled[k].res == NULL || PyWeakref_GetObject(scaled[k].res) != (PyObject *)u)
+            continue;
+        PyObject *b = PyWeakref_GetObject(scaled[k].base);
+        if (b == Py_None)
+            return NULL;
+        PyObject *bv = SLOT(b, P_value);
+        npy_intp n = scaled[k].n, st = scaled[k].stride;
+        if (bv == NULL || !PyArray_CheckExact(bv) || PyArray_DIM(u, 0) != n || n < 1 ||
+                !PyArray_ISCONTIGUOUS((PyArrayObject *)bv))
+            return NULL;
+        /* (still inside the base's buffer: its value is the buffer the view was of) */
+        char *lo = PyArray_BYTES((PyArrayObject *)bv), *hi = lo + PyArray_NBYTES((PyArrayObject *)bv);
+        char *first = scaled[k].ptr, *last = first + (n - 1) * st;
+        if ((first < last ? first : last) < lo || (first > last ? first : last) + 8 > hi)
+            return NULL;
+        double c = scaled[k].x;
+        char *pu = PyArray_BYTES(u);
+        npy_intp su = PyArray_STRIDE(u, 0);
+        for (npy_intp i = 0; i < n; i++)    /* (a write since: not x times the view) */
+            if (*(double *)(pu + i * su) != c * *(double *)(first + i * st))
+                return NULL;
+        PyArray_Descr *d = PyArray_DescrFromType(NPY_DOUBLE);
+        PyObject *v = PyArray_NewFromDescr(&PyArray_Type, d, 1, &n, &st, first, 0, NULL);
+        if (v == NULL)
+            return NULL;
+        if (PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef(bv)) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        *base = b;
+        *x = c;
+        return v;
+    }
+    return NULL;
+}
+
 /* a (op) b on the NumPy tier, in the operator's order */
 static PyObject *binop_eager_at(BinOp *b, PyObject *self, PyObject *other, Py_ssize_t lim) {
     PyObject *h = host_of(self);
@@ -1433,7 +1512,10 @@ static PyObject *binop_eager_at(BinOp *b, PyObject *self, PyObject *other, Py_ss
         vals[0] = other;
         vals[1] = self;
     }
-    return eager_call_at(&b->ref, b->name, vals, 2, lim);
+    PyObject *r = eager_call_at(&b->ref, b->name, vals, 2, lim);
+    if (r != NULL && product_serve != NULL && streq(b->name, s_multiply))
+        note_scaled(self, other, r);
+    return r;
 }
 
 static PyObject *binop_eager(BinOp *b, PyObject *self, PyObject *other) {
@@ -2425,6 +2507,17 @@ static PyObject *product_count(PyObject *Py_UNUSED(mod), PyObject *reset) {
     return PyLong_FromLongLong(n);
 }
 
+/* A block's answer (a new float64 or float32 vector of ours) times x, in place */
+static PyObject *scale_answer(PyObject *r, double x) {
+    if (x == 1.0)
+        return r;
+    PyArrayObject *o = (PyArrayObject *)r;     /* (x only for float64: scaled_source) */
+    double *d = (double *)PyArray_BYTES(o);
+    for (npy_intp i = 0, n = PyArray_DIM(o, 0); i < n; i++)
+        d[i] *= x;
+    return r;
+}
+
 /* ``u @ W`` or ``W @ u`` (np.matmul, np.dot) of a vector and a matrix of one float dtype, both
  * Arrays viewing a base port's buffer, the matrix of product_min elements or more: the answer
  * runtime/products.serve has from a block of a loop's products, or NULL (none, no error) */
@@ -2447,24 +2540,37 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
     if (PyArray_SIZE(w) < product_min)
         return NULL;
     PyObject *bu = host_base(args[left ? 0 : 1]), *bw = host_base(args[left ? 1 : 0]);
+    PyArrayObject *u = left ? a : b;
+    double x = 1.0;
+    PyObject *src = NULL;                       /* (a new view, ours) */
+    if (bu == NULL && tn == NPY_DOUBLE) {       /* ``alpha * A[i, :] @ B``: alpha times A[i]'s */
+        src = scaled_source(u, &bu, &x);
+        if (src != NULL)
+            u = (PyArrayObject *)src;
+        else if (PyErr_Occurred())
+            return NULL;
+    }
     if (bu == NULL || bw == NULL)
         return NULL;
-    PyObject *f = product_fast(bu, bw, left, left ? a : b, w);
-    if (f != NULL || PyErr_Occurred())
-        return f;
+    PyObject *r = product_fast(bu, bw, left, u, w);
+    if (r != NULL || PyErr_Occurred()) {
+        Py_XDECREF(src);
+        return r == NULL ? NULL : scale_answer(r, x);
+    }
     void *code;
     int lasti;
-    if (product_refused(&code, &lasti))
+    if (product_refused(&code, &lasti)) {
+        Py_XDECREF(src);
         return NULL;
-    PyObject *up = PyLong_FromVoidPtr(PyArray_BYTES(left ? a : b));
+    }
+    PyObject *up = PyLong_FromVoidPtr(PyArray_BYTES(u));
     PyObject *wp = PyLong_FromVoidPtr(PyArray_BYTES(w));
-    PyObject *r = NULL;
     if (up != NULL && wp != NULL)
-        r = PyObject_CallFunctionObjArgs(product_serve, left ? hv[0] : hv[1],
-                                         (PyObject *)w, bu, bw, left ? Py_True : Py_False,
-                                         up, wp, NULL);
+        r = PyObject_CallFunctionObjArgs(product_serve, (PyObject *)u, (PyObject *)w, bu, bw,
+                                         left ? Py_True : Py_False, up, wp, NULL);
     Py_XDECREF(up);
     Py_XDECREF(wp);
+    Py_XDECREF(src);
     if (r == Py_False) {                /* not at this site any more */
         refused[n_refused_next].code = code;
         refused[n_refused_next].lasti = lasti;
@@ -2474,7 +2580,7 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
         Py_DECREF(r);
         return NULL;
     }
-    return r;
+    return r == NULL ? NULL : scale_answer(r, x);
 }
 
 /* ref(*args, **kw) on the NumPy tier (vectorcall form); NULL without an error -> Python */
@@ -2798,7 +2904,7 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
 #define INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return NULL
     INTERN(s_map, "map"); INTERN(s_scalar, "scalar"); INTERN(s_view, "view");
     INTERN(s_const, "const"); INTERN(s_compute, "compute"); INTERN(s_f, "f");
-    INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power");
+    INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power"); INTERN(s_multiply, "multiply");
     INTERN(s_on_record, "on_record"); INTERN(s_queue_threshold, "queue_threshold");
     INTERN(s_eager_elements, "eager_elements");
     INTERN(s_queue_key, "streamrt.work_queue");
