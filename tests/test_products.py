@@ -215,3 +215,33 @@ def test_scaled_rows_changed_since():
 
     np.testing.assert_allclose(loop(ps, ps.asarray(a), ps.asarray(b)), loop(np, a.copy(), b),
                                rtol=1e-12)
+
+
+def test_rows_written_back():
+    """doitgen: ``A[r, q, :] = A[r, q, :] @ C`` writes each row after its product; the C path
+    keeps the block (the write is outside the rows it has still to answer) and answers no
+    written row again"""
+    a, c = _data(6, 20, 64), _data(64, 64, seed=1)
+
+    def doitgen(xp, A, C):
+        for r in range(6):
+            for q in range(20):
+                A[r, q, :] = A[r, q, :] @ C
+                if q == 7:              # the same row again, after its write
+                    A[r, q, :] = A[r, q, :] @ C
+        return np.asarray(A)
+
+    np.testing.assert_allclose(doitgen(ps, ps.asarray(a), ps.asarray(c)),
+                               doitgen(np, a.copy(), c), rtol=1e-11)
+    batched, blocks, dropped = _counts()
+    assert dropped == 0 if _native_on() else dropped == 1
+    assert batched > 90 if _native_on() else batched == 1
+
+
+def test_same_row_again_stops_asking():
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+    A, B = ps.asarray(a), ps.asarray(b)
+    got = [np.asarray(A[5, :] @ B) for _ in range(40)]
+    for g in got:
+        np.testing.assert_array_equal(g, a[5] @ b)
+    assert _counts() == (0, 0, 0)

@@ -70,7 +70,7 @@ static PyObject *key_external;   /* keys._external */
 static PyObject *weak_f, *weak_i;/* the params of a Python float / int operand's port */
 static PyObject *s_map, *s_scalar, *s_view, *s_const, *s_compute, *s_f, *s_i, *s_S, *s_power,
     *s_multiply,
-    *s_on_record, *s_queue_threshold, *s_queue_key, *s_eager_elements;
+    *s_on_record, *s_queue_threshold, *s_queue_key, *s_eager_elements, *s_batch_products;
 static PyObject *st_new, *st_done, *st_submitted, *st_dead, *zero, *empty;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
@@ -2125,19 +2125,31 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     return a;
 }
 
+static int product_write_ok(PyObject *base, char *lo, char *hi);
+static int product_write_ok_array(PyObject *base, PyArrayObject *dst);
+
 /* 1 done, 0 -> the Python path, -1 error */
 /* Whether ``self``'s buffer may be written in place now: computed, and no recorded work
- * still reads it (tiers.settle otherwise, in Python) */
-static inline PyObject *writable_host(PyObject *self) {
+ * still reads it (tiers.settle otherwise, in Python). ``*guard``: the base, when a block of
+ * products alone captures it (the caller asks product_write_ok for the bytes it writes);
+ * else NULL. */
+static inline PyObject *writable_host(PyObject *self, PyObject **guard) {
     PyObject *pv = host_of(self);
+    *guard = NULL;
     if (pv == NULL)
         return NULL;
     PyObject *b = host_base(self);
-    return b == NULL || slot_or_none(b, P_captured) == Py_None ? pv : NULL;
+    if (b == NULL || slot_or_none(b, P_captured) == Py_None)
+        return pv;
+    if (product_serve == NULL || !PyArray_CheckExact(pv))
+        return NULL;
+    *guard = b;
+    return pv;
 }
 
 static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
-    PyObject *pv = writable_host(self);
+    PyObject *guard;
+    PyObject *pv = writable_host(self, &guard);
     if (pv == NULL)
         return 0;
     Py_ssize_t lim = eager_limit();
@@ -2150,6 +2162,8 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
     if ((vt == &F64Type || vt == &PyFloat_Type || vt == &PyDoubleArrType_Type) &&
             PyArray_ISWRITEABLE((PyArrayObject *)pv)) {
         char *el = f64_element((PyArrayObject *)pv, key);
+        if (el != NULL && guard != NULL && !product_write_ok(guard, el, el + 8))
+            return 0;
         if (el != NULL) {               /* an element of a float64 array: written here */
             *(double *)el = vt == &PyFloat_Type ? PyFloat_AS_DOUBLE(vv)
                                                 : PyArrayScalar_VAL(vv, Double);
@@ -2161,6 +2175,17 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
     PyObject *hkey = eager_key(key, lim, &basic);
     if (hkey == NULL)
         return 0;
+    if (guard != NULL) {                    /* the bytes written, outside the block's rows */
+        PyObject *dst = basic ? PyObject_GetItem(pv, hkey) : NULL;
+        int ok = dst != NULL && PyArray_CheckExact(dst) &&
+            product_write_ok_array(guard, (PyArrayObject *)dst);
+        Py_XDECREF(dst);
+        if (!ok) {
+            PyErr_Clear();
+            Py_DECREF(hkey);
+            return 0;
+        }
+    }
     PyObject *own = plain_scalar(vv);       /* (NumPy converts a scalar subclass slowly) */
     if (own == NULL && PyErr_Occurred()) {
         Py_DECREF(hkey);
@@ -2179,8 +2204,9 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
 
 /* a op= b: NumPy's in-place ufunc into a's buffer; NULL without an error -> Python */
 static PyObject *inplace_fast(Fast *f, PyObject *self, PyObject *other) {
-    PyObject *pv = writable_host(self);
-    if (pv == NULL)
+    PyObject *guard;
+    PyObject *pv = writable_host(self, &guard);
+    if (pv == NULL || (guard != NULL && !product_write_ok_array(guard, (PyArrayObject *)pv)))
         return NULL;
     Py_ssize_t lim = eager_limit();
     if (lim <= 0 || !size_below((PyArrayObject *)pv, lim))
@@ -2359,10 +2385,11 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
  * its slot. */
 #define PRODUCT_SLOTS 4
 typedef struct {
-    PyObject *bu, *bw, *block;          /* strong refs; block NULL: the slot is free */
+    PyObject *bu, *bw, *block, *run;    /* strong refs; block NULL: the slot is free */
     int left, type;
     Py_ssize_t su, K, t0, t1, step, rows, bc0;
     npy_intp mw_ptr, r0, wptr, n, block_ptr;    /* r0 < 0: the matrix exactly (wptr, n) */
+    npy_intp next, floor;   /* rows answered: below next; rows answerable: from floor on */
 } ProductSlot;
 static ProductSlot product_slots[PRODUCT_SLOTS];
 static long long n_products_fast;
@@ -2379,6 +2406,47 @@ static void product_slot_clear(ProductSlot *s) {
     Py_CLEAR(s->bu);
     Py_CLEAR(s->bw);
     Py_CLEAR(s->block);
+    Py_CLEAR(s->run);
+}
+
+/* A NumPy-tier write of the bytes [lo, hi) of ``base``'s buffer while a product run alone
+ * captures base (its block read it): allowed (1) when base is only the block's vectors'
+ * buffer and the bytes lie outside the rows the block has still to answer -- doitgen's
+ * ``A[r, q, :] = A[r, q, :] @ C`` writes the row just answered; the rows before are then no
+ * longer answered. 0: the Python path, whose tiers.settle drops the block. */
+static int product_write_ok(PyObject *base, char *lo, char *hi) {
+    PyObject *c = slot_or_none(base, P_captured);
+    ProductSlot *s = NULL;
+    for (int k = 0; k < PRODUCT_SLOTS && s == NULL; k++)
+        if (product_slots[k].block != NULL && product_slots[k].run == c)
+            s = &product_slots[k];
+    if (s == NULL || s->bu != base || s->bw == base)
+        return 0;
+    npy_intp isz = s->type == NPY_DOUBLE ? 8 : 4;
+    npy_intp a = s->block_ptr + s->next * s->step, z = s->block_ptr + (s->rows - 1) * s->step;
+    npy_intp ext = (s->K - 1) * s->su;
+    npy_intp plo = (a < z ? a : z) + (ext < 0 ? ext : 0);
+    npy_intp phi = (a > z ? a : z) + (ext > 0 ? ext : 0) + isz;
+    if ((npy_intp)hi <= plo || (npy_intp)lo >= phi) {
+        s->floor = s->next;
+        return 1;
+    }
+    return 0;
+}
+
+/* The same for a write of ndarray ``dst`` */
+static int product_write_ok_array(PyObject *base, PyArrayObject *dst) {
+    char *lo = PyArray_BYTES(dst), *hi = lo;
+    for (int d = 0; d < PyArray_NDIM(dst); d++) {
+        npy_intp n = PyArray_DIM(dst, d), st = PyArray_STRIDE(dst, d);
+        if (n == 0)
+            return 1;                   /* (nothing written) */
+        if (st > 0)
+            hi += (n - 1) * st;
+        else
+            lo += (n - 1) * st;
+    }
+    return product_write_ok(base, lo, hi + PyArray_ITEMSIZE(dst));
 }
 
 /* product_block(slot, spec or None): spec (bu, bw, left, type, su, K, t0, t1, mw_ptr, r0,
@@ -2402,12 +2470,12 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
     product_slot_clear(s);
     if (spec == Py_None)
         Py_RETURN_NONE;
-    PyObject *bu, *bw, *block;
+    PyObject *bu, *bw, *block, *run;
     Py_ssize_t mw, r0, wptr, bptr;
     ProductSlot t = {0};
-    if (!PyArg_ParseTuple(spec, "OOiinnnnnnnnOnnnn", &bu, &bw, &t.left, &t.type, &t.su, &t.K,
+    if (!PyArg_ParseTuple(spec, "OOiinnnnnnnnOnnnnO", &bu, &bw, &t.left, &t.type, &t.su, &t.K,
                           &t.t0, &t.t1, &mw, &r0, &wptr, &t.n, &block, &bptr, &t.step,
-                          &t.rows, &t.bc0))
+                          &t.rows, &t.bc0, &run))
         return NULL;
     if (!PyArray_CheckExact(block) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)block) ||
             PyArray_NDIM((PyArrayObject *)block) != 2 ||
@@ -2422,6 +2490,8 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
     t.bu = Py_NewRef(bu);
     t.bw = Py_NewRef(bw);
     t.block = Py_NewRef(block);
+    t.run = Py_NewRef(run);
+    t.next = 1;                         /* (row 0: the answer of the call that made it) */
     *s = t;
     Py_RETURN_NONE;
 }
@@ -2443,7 +2513,7 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
         if (d % s->step != 0)
             continue;
         npy_intp j = d / s->step;
-        if (j < 0 || j >= s->rows - 1)  /* (the last row: Python's, which goes on) */
+        if (j < s->floor || j >= s->rows - 1)  /* (the last row: Python's, which goes on) */
             continue;
         npy_intp c0;
         if (s->r0 < 0) {
@@ -2480,6 +2550,8 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
                PyArray_BYTES(b) + j * PyArray_STRIDE(b, 0) + c * PyArray_ITEMSIZE(b),
                (size_t)N * PyArray_ITEMSIZE(b));
         n_products_fast++;
+        if (j + 1 > s->next)
+            s->next = j + 1;
         return out;
     }
     return NULL;
@@ -2559,7 +2631,20 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
     }
     void *code;
     int lasti;
-    if (product_refused(&code, &lasti)) {
+    /* STREAMRT_BATCH_PRODUCTS, read again after any setting changed */
+    static long on_epoch = 0;
+    static int on = 0;
+    if (on_epoch != epoch) {
+        PyObject *v = PyObject_GetAttr(settings, s_batch_products);
+        on = v == NULL ? -1 : PyObject_IsTrue(v);
+        Py_XDECREF(v);
+        if (on < 0) {
+            Py_XDECREF(src);
+            return NULL;
+        }
+        on_epoch = epoch;
+    }
+    if (!on || product_refused(&code, &lasti)) {
         Py_XDECREF(src);
         return NULL;
     }
@@ -2907,6 +2992,7 @@ static PyObject *configure(PyObject *Py_UNUSED(mod), PyObject *cfg) {
     INTERN(s_i, "i"); INTERN(s_S, "S"); INTERN(s_power, "power"); INTERN(s_multiply, "multiply");
     INTERN(s_on_record, "on_record"); INTERN(s_queue_threshold, "queue_threshold");
     INTERN(s_eager_elements, "eager_elements");
+    INTERN(s_batch_products, "batch_products");
     INTERN(s_queue_key, "streamrt.work_queue");
 #undef INTERN
     if ((zero = PyLong_FromLong(0)) == NULL ||

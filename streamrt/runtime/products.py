@@ -29,11 +29,12 @@ from numpy.lib.stride_tricks import as_strided
 from ..core import hooks, stats
 from ..core.config import settings
 
-MIN_ELEMENTS = 16384        # matrices smaller than this: products one by one (C path's test)
+MIN_ELEMENTS = 2048         # matrices smaller than this: products one by one (C path's test)
 FIRST_BLOCK = 8             # rows of a run's first block
 MAX_BLOCK_BYTES = 16 << 20  # one block's size
 MAX_RUNS = 16               # runs remembered per thread
 CHURN = 3                   # runs of one pair of buffers never come to a block: stop asking
+MISSES = 8                  # calls of a run without a block in between: stop asking
 
 _counts = {"products_batched": 0, "product_blocks": 0, "product_blocks_dropped": 0}
 _local = threading.local()
@@ -46,7 +47,7 @@ class Run:
     """One watched sequence of products (see the module docstring)."""
     __slots__ = ("bu", "bw", "table", "key", "last", "step", "mw_ptr", "r0", "block",
                  "block_ptr", "rows", "grow", "off", "wt", "marked", "win", "dwin", "bc0",
-                 "slot", "__weakref__")
+                 "slot", "misses", "__weakref__")
 
     def __init__(self, table, key, bu, bw, uptr):
         self.table, self.key = table, key
@@ -59,6 +60,7 @@ class Run:
         self.win = self.dwin = None         # the last call's window (c0, N), its change
         self.bc0 = 0                        # the block's first column
         self.slot = None                    # the C path's slot answering from the block
+        self.misses = 0                     # calls since the last block
 
     def _gone(self, _ref):
         self.table.pop(self.key, None)
@@ -122,7 +124,8 @@ def _table():
     t = getattr(_local, "runs", None)
     if t is None:
         t = _local.runs = {}
-        _local.pairs = {}       # (bu, bw, left) ids -> runs made since the pair's last block
+        _local.pairs = {}       # (bu, bw, left) ids -> (bu's weakref, runs made since the
+        #                         pair's last block)
     return t
 
 
@@ -142,12 +145,13 @@ def serve(u, w, bu, bw, left, uptr, wptr):
     if run is None or run.bu() is not bu or run.bw() is not bw:
         pairs = _local.pairs
         pair = key[:3]
-        n = pairs.get(pair, 0) + 1
+        seen = pairs.get(pair)
+        n = seen[1] + 1 if seen is not None and seen[0]() is bu else 1
         if n > CHURN:                   # new runs of one pair that never came to a block
             return False
         if len(pairs) >= 4 * MAX_RUNS:
             pairs.clear()
-        pairs[pair] = n
+        pairs[pair] = (weakref.ref(bu), n)
         if run is not None:
             run.release()
         if len(table) >= MAX_RUNS:
@@ -196,7 +200,10 @@ def serve(u, w, bu, bw, left, uptr, wptr):
     if b is not None:
         j, bad = divmod(uptr - run.block_ptr, run.step) if run.step else (-1, 1)
         c = c0 - run.bc0
-        if not bad and 0 <= j < run.rows and c >= 0 and c + N <= b.shape[1]:
+        # (a block the C path answers from: its last row only -- the C path knows which rows
+        # a write allowed there made stale, _native.c product_write_ok)
+        if not bad and (j == run.rows - 1 or run.slot is None and 0 <= j < run.rows) and \
+                c >= 0 and c + N <= b.shape[1]:
             out = b[j, c:c + N].copy()
             _counts["products_batched"] += 1
             if j == run.rows - 1:       # the block used to its end: the next one is larger
@@ -204,6 +211,17 @@ def serve(u, w, bu, bw, left, uptr, wptr):
                 run.grow *= 2
             run.last, run.win = uptr, (c0, N)
             return out
+        # a call the block does not answer leaves the run as it is (doitgen's second product
+        # of a row it wrote), unless the block's rows are not asked for any more
+        run.misses += 1
+        if run.misses <= MISSES:
+            return None
+        run.release()
+        run.misses = 0
+    run.misses += 1
+    if run.misses > MISSES:             # (a vector that does not step: the same row again)
+        run.off = True
+        return False
     step = uptr - run.last
     run.last = uptr
     win, last = (c0, N), run.win
@@ -255,12 +273,13 @@ def _block(run, u, wt, uptr, c0, N, left):
         return None
     run.release()
     run.block, run.block_ptr, run.rows, run.bc0 = b, uptr, rows, bc0
+    run.misses = 0
     run._mark()
     _local.pairs.pop(run.key[:3], None)
     r0 = run.r0
     run._register((run.bu(), run.bw(), int(left), b.dtype.num, su, K, wt.strides[0],
                    wt.strides[1], run.mw_ptr, -1 if type(r0) is tuple else r0,
-                   r0[0] if type(r0) is tuple else 0, N, b, uptr, step, rows, bc0))
+                   r0[0] if type(r0) is tuple else 0, N, b, uptr, step, rows, bc0, run))
     _counts["product_blocks"] += 1
     _counts["products_batched"] += 1
     return b[0, c0 - bc0:c0 - bc0 + N].copy()
@@ -270,7 +289,7 @@ def forget():
     """Drop this thread's runs, every block and the call sites refused (``ps.clear_caches``,
     tests)."""
     t = getattr(_local, "runs", None)
-    if t:
+    if t is not None:
         for run in list(t.values()):
             run.release()
         t.clear()
