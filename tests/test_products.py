@@ -245,3 +245,75 @@ def test_same_row_again_stops_asking():
     for g in got:
         np.testing.assert_array_equal(g, a[5] @ b)
     assert _counts() == (0, 0, 0)
+
+
+def _random_loop(xp, seed, A, B):
+    """One random loop of products (the differential test below): rows in order, reversed or
+    every other one; plain, scaled, windowed (syrk's), np.dot's and written-back products; a
+    write into either array, a view of it, or elsewhere at a random iteration; the same row's
+    product again now and then."""
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 7)
+    n, K = A.shape
+    order = list(range(n))
+    if rng.random() < 0.2:
+        order = order[::-1]
+    if rng.random() < 0.15:
+        order = order[::2]
+    write_at = rng.integers(0, n) if rng.random() < 0.4 else -1
+    write_what = rng.integers(0, 5)
+    alpha = float(rng.choice([1.5, -0.25, 0.0, 3.0]))
+    out = []
+    for t, i in enumerate(order):
+        if t == write_at:
+            r = int(rng.integers(0, n))
+            if write_what == 0:
+                A[r, :] = 1.25
+            elif write_what == 1:
+                B[r % B.shape[0], :] = -2.0
+            elif write_what == 2:
+                A[:, 1] *= 2.0
+            elif write_what == 3:
+                B += 1.0
+            else:
+                A[r] = A[r] * 0.5
+        if kind == 0:
+            v = A[i, :] @ B
+        elif kind == 1:
+            v = alpha * A[i, :] @ B
+        elif kind == 2:
+            v = A[i, :] * alpha @ B
+        elif kind == 3:
+            v = A[:i + 1, :] @ A[i, :]
+        elif kind == 4:
+            v = xp.dot(B.T, A[i, :])
+        elif kind == 5:
+            v = A[i, :] @ B
+            if v.shape[0] >= K:
+                A[i, :] = v[:K]
+        else:
+            v = A[i, :K // 2] @ B[:K // 2, :]
+        out.append(np.asarray(v, dtype=np.float64).ravel())
+        if rng.random() < 0.05:
+            out.append(np.asarray(A[i, :] @ B, dtype=np.float64).ravel())
+    return out
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_random_loops_against_numpy(chunk):
+    for seed in range(chunk * 40, chunk * 40 + 40):
+        rng = np.random.default_rng(seed)
+        dt = np.float64 if rng.random() < 0.7 else np.float32
+        n = int(rng.integers(3, 70))
+        K = int(rng.integers(8, 100))
+        N = int(rng.integers(16, 120))
+        a = rng.standard_normal((n, K)).astype(dt)
+        b = rng.standard_normal((K, N)).astype(dt)
+        want = _random_loop(np, seed, a.copy(), b.copy())
+        A, B = ps.asarray(a.copy()), ps.asarray(b.copy())
+        got = _random_loop(ps, seed, A[:, :] if seed % 3 == 0 else A, B)
+        tol = 1e-9 if dt == np.float64 else 2e-3
+        assert len(got) == len(want), seed
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=tol, atol=10 * tol, err_msg=f"seed {seed}")
+    assert ps.runtime_stats()["products_batched"] > 0
