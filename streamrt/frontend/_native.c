@@ -2387,19 +2387,24 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
 typedef struct {
     PyObject *bu, *bw, *block, *run;    /* strong refs; block NULL: the slot is free */
     int left, type;
-    Py_ssize_t su, K, t0, t1, step, rows, bc0;
-    npy_intp mw_ptr, r0, wptr, n, block_ptr;    /* r0 < 0: the matrix exactly (wptr, n) */
+    Py_ssize_t su, t0, t1, step, rows, bc0;
+    /* row j's vector: the window [r0 + j dr, + K + j dK) of the line at block_lp + j step;
+     * r0 < 0: the matrix exactly (wptr, n, K), the vector the whole line */
+    npy_intp r0, dr, K, dK, mw_ptr, wptr, n, block_lp;
+    npy_intp ext, len;      /* row 0's elements the block read: from ext, len of them */
     npy_intp next, floor;   /* rows answered: below next; rows answerable: from floor on */
 } ProductSlot;
 static ProductSlot product_slots[PRODUCT_SLOTS];
 static long long n_products_fast;
 
-/* Call sites (code object, bytecode offset) whose products are not watched any more: their
- * runs were written while in use, or never came to a block (products.serve answered False).
- * Raw addresses (a code object's address reused later only costs that site its blocks);
- * cleared by product_block(-1, None) (ps.clear_caches). */
+/* Call sites (code object, bytecode offset) whose products of two base ports (by their
+ * ids, never reused: new arrays at the site -- the next call of a function -- are watched
+ * again) are not watched any more: their runs were written while in use, or never came to
+ * a block (products.serve answered False). The code object by its address (one reused
+ * later only costs that site its blocks); cleared by product_block(-1, None)
+ * (ps.clear_caches). */
 #define REFUSED_SITES 64
-static struct { void *code; int lasti; } refused[REFUSED_SITES];
+static struct { void *code; int lasti; long long bu, bw; } refused[REFUSED_SITES];
 static int n_refused_next;
 
 static void product_slot_clear(ProductSlot *s) {
@@ -2420,18 +2425,33 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
     for (int k = 0; k < PRODUCT_SLOTS && s == NULL; k++)
         if (product_slots[k].block != NULL && product_slots[k].run == c)
             s = &product_slots[k];
-    if (s == NULL || s->bu != base || s->bw == base)
+    if (s == NULL || (s->bu != base && s->bw != base))
         return 0;
-    npy_intp isz = s->type == NPY_DOUBLE ? 8 : 4;
-    npy_intp a = s->block_ptr + s->next * s->step, z = s->block_ptr + (s->rows - 1) * s->step;
-    npy_intp ext = (s->K - 1) * s->su;
-    npy_intp plo = (a < z ? a : z) + (ext < 0 ? ext : 0);
-    npy_intp phi = (a > z ? a : z) + (ext > 0 ? ext : 0) + isz;
-    if ((npy_intp)hi <= plo || (npy_intp)lo >= phi) {
-        s->floor = s->next;
-        return 1;
+    npy_intp isz = s->type == NPY_DOUBLE ? 8 : 4, L = (npy_intp)lo, H = (npy_intp)hi;
+    if (s->bu == base) {        /* the lines of the rows still to answer */
+        npy_intp a = s->ext + s->next * s->step, z = s->ext + (s->rows - 1) * s->step;
+        npy_intp ext = (s->len - 1) * s->su;
+        npy_intp plo = (a < z ? a : z) + (ext < 0 ? ext : 0);
+        npy_intp phi = (a > z ? a : z) + (ext > 0 ? ext : 0) + isz;
+        if (H > plo && L < phi)
+            return 0;
     }
-    return 0;
+    if (s->bw == base) {        /* the matrix's rows those rows contract over (trmm writes B's
+                                 * row i after its product, which the later rows do not read) */
+        if (s->r0 < 0)
+            return 0;
+        npy_intp j0 = s->next, j1 = s->rows - 1;
+        npy_intp a0 = s->r0 + j0 * s->dr, a1 = s->r0 + j1 * s->dr;
+        npy_intp e0 = a0 + s->K + j0 * s->dK, e1 = a1 + s->K + j1 * s->dK;
+        npy_intp kmin = a0 < a1 ? a0 : a1, kmax = e0 > e1 ? e0 : e1;
+        npy_intp cols = PyArray_DIM((PyArrayObject *)s->block, 1);
+        npy_intp plo = s->mw_ptr + kmin * s->t0 + s->bc0 * s->t1;
+        npy_intp phi = s->mw_ptr + (kmax - 1) * s->t0 + (s->bc0 + cols - 1) * s->t1 + isz;
+        if (H > plo && L < phi)
+            return 0;
+    }
+    s->floor = s->next;
+    return 1;
 }
 
 /* The same for a write of ndarray ``dst`` */
@@ -2471,11 +2491,11 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
     if (spec == Py_None)
         Py_RETURN_NONE;
     PyObject *bu, *bw, *block, *run;
-    Py_ssize_t mw, r0, wptr, bptr;
+    Py_ssize_t mw, r0, dr, K, dK, wptr, lp, ext, len;
     ProductSlot t = {0};
-    if (!PyArg_ParseTuple(spec, "OOiinnnnnnnnOnnnnO", &bu, &bw, &t.left, &t.type, &t.su, &t.K,
-                          &t.t0, &t.t1, &mw, &r0, &wptr, &t.n, &block, &bptr, &t.step,
-                          &t.rows, &t.bc0, &run))
+    if (!PyArg_ParseTuple(spec, "OOiinnnnnnnnnnOnnnnnnO", &bu, &bw, &t.left, &t.type, &t.su,
+                          &t.t0, &t.t1, &mw, &r0, &dr, &K, &dK, &wptr, &t.n, &block, &lp,
+                          &t.step, &t.rows, &t.bc0, &ext, &len, &run))
         return NULL;
     if (!PyArray_CheckExact(block) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)block) ||
             PyArray_NDIM((PyArrayObject *)block) != 2 ||
@@ -2485,8 +2505,13 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
     }
     t.mw_ptr = mw;
     t.r0 = r0;
+    t.dr = dr;
+    t.K = K;
+    t.dK = dK;
     t.wptr = wptr;
-    t.block_ptr = bptr;
+    t.block_lp = lp;
+    t.ext = ext;
+    t.len = len;
     t.bu = Py_NewRef(bu);
     t.bw = Py_NewRef(bw);
     t.block = Py_NewRef(block);
@@ -2498,7 +2523,7 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
 
 /* The answer of a registered block for this call (new ref), or NULL (no error) */
 static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObject *u,
-                              PyArrayObject *w) {
+                              PyArrayObject *w, int *last) {
     int type = PyArray_DESCR(u)->type_num;
     Py_ssize_t su = PyArray_STRIDE(u, 0), K = PyArray_DIM(u, 0);
     Py_ssize_t t0 = PyArray_STRIDE(w, left ? 0 : 1), t1 = PyArray_STRIDE(w, left ? 1 : 0);
@@ -2507,21 +2532,15 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
     for (int k = 0; k < PRODUCT_SLOTS; k++) {
         ProductSlot *s = &product_slots[k];
         if (s->block == NULL || s->bu != bu || s->bw != bw || s->left != left ||
-                s->type != type || s->su != su || s->K != K || s->t0 != t0 || s->t1 != t1)
+                s->type != type || s->su != su || s->t0 != t0 || s->t1 != t1)
             continue;
-        npy_intp d = uptr - s->block_ptr;
-        if (d % s->step != 0)
-            continue;
-        npy_intp j = d / s->step;
-        if (j < s->floor || j >= s->rows - 1)  /* (the last row: Python's, which goes on) */
-            continue;
-        npy_intp c0;
+        npy_intp c0, r0 = 0;
         if (s->r0 < 0) {
-            if (wptr != s->wptr || N != s->n)
+            if (wptr != s->wptr || N != s->n || K != s->K)
                 continue;
             c0 = 0;
         } else {
-            npy_intp off = wptr - s->mw_ptr, r0, rest, bad;
+            npy_intp off = wptr - s->mw_ptr, rest, bad;
             if (off < 0)
                 continue;
             if (t0 > t1) {
@@ -2535,8 +2554,20 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
                 r0 = rest / t0;
                 bad = rest % t0;
             }
-            if (bad || r0 != s->r0)
+            if (bad)
                 continue;
+        }
+        npy_intp d = uptr - r0 * su - s->block_lp;     /* (the line's start) */
+        if (d % s->step != 0)
+            continue;
+        npy_intp j = d / s->step;
+        if (j < s->floor || j >= s->rows)
+            continue;
+        if (s->r0 >= 0 && (r0 != s->r0 + j * s->dr || K != s->K + j * s->dK))
+            continue;
+        if (j == s->rows - 1) {         /* (the last row: Python's, which goes on) */
+            *last = 1;
+            continue;
         }
         PyArrayObject *b = (PyArrayObject *)s->block;
         npy_intp c = c0 - s->bc0;
@@ -2558,7 +2589,15 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
 }
 
 
-static int product_refused(void **code, int *lasti) {
+static long long port_id(PyObject *p) {
+    PyObject *id = SLOT(p, P_id);
+    long long v = id != NULL && PyLong_Check(id) ? PyLong_AsLongLong(id) : -1;
+    if (v == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return v;
+}
+
+static int product_refused(void **code, int *lasti, PyObject *bu, PyObject *bw) {
     PyFrameObject *f = PyEval_GetFrame();
     if (f == NULL)
         return 1;
@@ -2566,8 +2605,10 @@ static int product_refused(void **code, int *lasti) {
     *code = c;
     Py_DECREF(c);                       /* (only its address is kept) */
     *lasti = PyFrame_GetLasti(f);
+    long long iu = port_id(bu), iw = port_id(bw);
     for (int k = 0; k < REFUSED_SITES; k++)
-        if (refused[k].code == *code && refused[k].lasti == *lasti)
+        if (refused[k].code == *code && refused[k].lasti == *lasti && refused[k].bu == iu &&
+                refused[k].bw == iw)
             return 1;
     return 0;
 }
@@ -2609,8 +2650,6 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
         return NULL;
     int left = an == 1;
     PyArrayObject *w = left ? b : a;
-    if (PyArray_SIZE(w) < product_min)
-        return NULL;
     PyObject *bu = host_base(args[left ? 0 : 1]), *bw = host_base(args[left ? 1 : 0]);
     PyArrayObject *u = left ? a : b;
     double x = 1.0;
@@ -2624,8 +2663,10 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
     }
     if (bu == NULL || bw == NULL)
         return NULL;
-    PyObject *r = product_fast(bu, bw, left, u, w);
-    if (r != NULL || PyErr_Occurred()) {
+    int last = 0;
+    PyObject *r = product_fast(bu, bw, left, u, w, &last);
+    if (r != NULL || PyErr_Occurred() || (PyArray_SIZE(w) < product_min && !last)) {
+        /* (a block answers a row whatever its size: trmm's last rows are small) */
         Py_XDECREF(src);
         return r == NULL ? NULL : scale_answer(r, x);
     }
@@ -2644,7 +2685,7 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
         }
         on_epoch = epoch;
     }
-    if (!on || product_refused(&code, &lasti)) {
+    if (!on || product_refused(&code, &lasti, bu, bw)) {
         Py_XDECREF(src);
         return NULL;
     }
@@ -2659,6 +2700,8 @@ static PyObject *batched_product(PyObject *ref, PyObject *const *hv, PyObject *c
     if (r == Py_False) {                /* not at this site any more */
         refused[n_refused_next].code = code;
         refused[n_refused_next].lasti = lasti;
+        refused[n_refused_next].bu = port_id(bu);
+        refused[n_refused_next].bw = port_id(bw);
         n_refused_next = (n_refused_next + 1) % REFUSED_SITES;
     }
     if (r == Py_None || r == Py_False) {

@@ -35,6 +35,7 @@ MAX_BLOCK_BYTES = 16 << 20  # one block's size
 MAX_RUNS = 16               # runs remembered per thread
 CHURN = 3                   # runs of one pair of buffers never come to a block: stop asking
 MISSES = 8                  # calls of a run without a block in between: stop asking
+MASKED_MIN_WORK = 1 << 20   # a moving contraction's block: at least this many multiply-adds
 
 _counts = {"products_batched": 0, "product_blocks": 0, "product_blocks_dropped": 0}
 _local = threading.local()
@@ -45,17 +46,19 @@ _next_slot = [0]
 
 class Run:
     """One watched sequence of products (see the module docstring)."""
-    __slots__ = ("bu", "bw", "table", "key", "last", "step", "mw_ptr", "r0", "block",
-                 "block_ptr", "rows", "grow", "off", "wt", "marked", "win", "dwin", "bc0",
-                 "slot", "misses", "__weakref__")
+    __slots__ = ("bu", "bw", "table", "key", "last", "step", "mw_ptr", "geo", "block",
+                 "block_lp", "rows", "grow", "off", "wt", "marked", "win", "dwin", "bc0",
+                 "slot", "misses", "ctr", "dctr", "bctr", "__weakref__")
 
     def __init__(self, table, key, bu, bw, uptr):
         self.table, self.key = table, key
         self.bu = weakref.ref(bu, self._gone)
         self.bw = weakref.ref(bw, self._gone)
-        self.last, self.step, self.mw_ptr, self.r0 = uptr, 0, None, None
+        self.last, self.step, self.mw_ptr, self.geo = uptr, 0, None, None
         self.block = self.wt = None
-        self.block_ptr = self.rows = 0
+        self.block_lp = self.rows = 0
+        self.ctr = self.dctr = self.bctr = None  # the contracted window (r0, K): last, change,
+        #                                         the block's first row's
         self.grow, self.off, self.marked = FIRST_BLOCK, False, False
         self.win = self.dwin = None         # the last call's window (c0, N), its change
         self.bc0 = 0                        # the block's first column
@@ -139,7 +142,7 @@ def serve(u, w, bu, bw, left, uptr, wptr):
         return None
     wt = w if left else w.T             # the product is u @ wt: wt is (K, N)
     t0, t1 = wt.strides
-    key = (id(bu), id(bw), left, u.strides[0], u.shape[0], t0, t1, u.dtype.char)
+    key = (id(bu), id(bw), left, u.strides[0], t0, t1, u.dtype.char)
     table = _table()
     run = table.get(key)
     if run is None or run.bu() is not bu or run.bw() is not bw:
@@ -174,6 +177,7 @@ def serve(u, w, bu, bw, left, uptr, wptr):
     else:
         m2 = None
     K, N = wt.shape
+    su = u.strides[0]
     if m2 is not None:
         off = wptr - run.mw_ptr
         if off < 0:
@@ -186,30 +190,38 @@ def serve(u, w, bu, bw, left, uptr, wptr):
             r0, bad = divmod(rest, t0)
     if m2 is not None and (bad or r0 + K > m2.shape[0] or c0 + N > m2.shape[1]):
         m2 = None
+    # the vector is the window [r0, r0 + K) of a *line* (a row or column of its base) that
+    # starts at ``lp`` and steps from call to call; the matrix contracts over the same rows
     if m2 is None:              # a matrix of other strides: the block is for it exactly
-        r0, c0 = (wptr, N), 0
-    if run.r0 != r0:
-        first = run.r0 is None
-        if not first:                   # other rows contracted: a new run
+        geo, r0, c0 = (wptr, N, K), 0, 0
+    else:
+        geo = m2.shape
+    lp = uptr - r0 * su
+    if run.geo != geo:
+        first = run.geo is None
+        if not first:                   # another matrix: a new run
             run.release()
-            run.step, run.last = 0, uptr
-        run.r0, run.win = r0, (c0, N)
+            run.step, run.last, run.dctr = 0, lp, None
+        run.geo, run.win, run.ctr = geo, (c0, N), (r0, K)
         if first:
+            run.last = lp
             return None
     b = run.block
     if b is not None:
-        j, bad = divmod(uptr - run.block_ptr, run.step) if run.step else (-1, 1)
+        j, bad = divmod(lp - run.block_lp, run.step) if run.step else (-1, 1)
         c = c0 - run.bc0
+        br0, bK = run.bctr
+        dr, dK = run.dctr
         # (a block the C path answers from: its last row only -- the C path knows which rows
         # a write allowed there made stale, _native.c product_write_ok)
         if not bad and (j == run.rows - 1 or run.slot is None and 0 <= j < run.rows) and \
-                c >= 0 and c + N <= b.shape[1]:
+                r0 == br0 + j * dr and K == bK + j * dK and c >= 0 and c + N <= b.shape[1]:
             out = b[j, c:c + N].copy()
             _counts["products_batched"] += 1
             if j == run.rows - 1:       # the block used to its end: the next one is larger
                 run.release()
                 run.grow *= 2
-            run.last, run.win = uptr, (c0, N)
+            run.last, run.win, run.ctr = lp, (c0, N), (r0, K)
             return out
         # a call the block does not answer leaves the run as it is (doitgen's second product
         # of a row it wrote), unless the block's rows are not asked for any more
@@ -222,64 +234,107 @@ def serve(u, w, bu, bw, left, uptr, wptr):
     if run.misses > MISSES:             # (a vector that does not step: the same row again)
         run.off = True
         return False
-    step = uptr - run.last
-    run.last = uptr
-    win, last = (c0, N), run.win
-    run.win = win
-    dwin = None if last is None else (c0 - last[0], N - last[1])
-    if step == 0 or step != run.step:
-        run.step, run.dwin = step, dwin
+    step = lp - run.last
+    win, last, ctr, lastc = (c0, N), run.win, (r0, K), run.ctr
+    run.last, run.win, run.ctr = lp, win, ctr
+    dwin = (c0 - last[0], N - last[1])
+    dctr = (r0 - lastc[0], K - lastc[1])
+    if step == 0 or step != run.step or dctr != run.dctr:
+        run.step, run.dwin, run.dctr = step, dwin, dctr
         return None
     if dwin != run.dwin:                # windows that do not change by a constant: all columns
         run.dwin = None
-    return _block(run, u, wt if m2 is None else m2[r0:r0 + K], uptr, c0, N, left)
+    return _block(run, u, wt if m2 is None else m2, lp, r0, K, c0, N, left)
 
 
-def _block(run, u, wt, uptr, c0, N, left):
-    """The run's next block: the products of the rows from ``u`` on (``run.step`` apart, as
+def _block(run, u, wt, lp, r0, K, c0, N, left):
+    """The run's next block: the products of the lines from ``lp`` on (``run.step`` apart, as
     many as fit in the base buffer, ``run.grow`` at most) with ``wt`` (every column of the
-    matrix's base, or the union of the rows' windows when they change by a constant); the
-    answer for ``u``'s own row (window ``c0``, ``N``), or None."""
+    matrix's base, or the union of the rows' windows when they change by a constant); a
+    contracted window that moves (trmm's ``A[i + 1:, i] @ B[i + 1:, :]``, symm's ``A[i, :i] @
+    B[:i, :]``) is the union of the rows' windows, each row's outside its own zeroed. The
+    answer for this call's row (contracted window ``r0``/``K``, columns ``c0``/``N``), or
+    None."""
     mu = run.bu().value
     if type(mu) is not np.ndarray or not (mu.flags.c_contiguous or mu.flags.f_contiguous):
         run.off = True
         return None
     lo = mu.__array_interface__["data"][0]
     hi = lo + mu.nbytes
-    K = u.shape[0]
-    su, step = u.strides[0], run.step
-    ext_lo, ext_hi = min(0, (K - 1) * su), max(0, (K - 1) * su) + u.itemsize
-    if uptr + ext_lo < lo or uptr + ext_hi > hi:
+    su, step, isz = u.strides[0], run.step, u.itemsize
+    dr, dK = run.dctr
+    rows = max(MAX_BLOCK_BYTES // (wt.shape[1] * isz), 1)
+    if dr or dK:                        # at most 1/8 of the union computed for nothing; every
+        rows = min(rows, max(K // 4, FIRST_BLOCK))      # row's window inside the matrix
+    else:
+        rows = min(rows, run.grow)
+        for j in range(1, rows):
+            a, k = r0 + j * dr, K + j * dK
+            if a < 0 or k < 1 or a + k > wt.shape[0]:
+                rows = j
+                break
+    last = rows - 1
+    klo = min(r0, r0 + last * dr)
+    khi = max(r0 + K, r0 + K + last * (dr + dK))
+    L = khi - klo
+    start = lp + klo * su               # the union's first element in row 0
+    ext_lo, ext_hi = min(0, (L - 1) * su), max(0, (L - 1) * su) + isz
+    if start + ext_lo < lo or start + ext_hi > hi or (start - lo) % isz:
         run.off = True
         return None
-    fit = (hi - ext_hi - uptr) // step if step > 0 else (uptr + ext_lo - lo) // -step
-    rows = min(run.grow, fit + 1, max(MAX_BLOCK_BYTES // (wt.shape[1] * u.itemsize), 1))
+    fit = (hi - ext_hi - start) // step if step > 0 else (start + ext_lo - lo) // -step
+    rows = min(rows, fit + 1)
     if rows < 2:
         return None
+    if (dr or dK) and rows * K * N < MASKED_MIN_WORK:
+        # small masked blocks cost more than they save: wait while the window grows (symm's
+        # prefix), stop when it shrinks (trmm's suffix near its end)
+        if dK > 0:
+            run.misses = 0
+            return None
+        run.off = True
+        return False
+    if rows - 1 != last:
+        last = rows - 1
+        klo = min(r0, r0 + last * dr)
+        khi = max(r0 + K, r0 + K + last * (dr + dK))
+        L, start = khi - klo, lp + klo * su
     bc0, bc1 = 0, wt.shape[1]
     if run.dwin is not None:            # the windows of the block's rows (covariance's shrink
         dc, dn = run.dwin               # from the left, syrk's grow to the right): their union,
         if dc or dn:                    # at most 1/8 of it computed for nothing
             rows = min(rows, max(N // 4, FIRST_BLOCK))
-        last = rows - 1
+            last = rows - 1
+            klo = min(r0, r0 + last * dr)
+            khi = max(r0 + K, r0 + K + last * (dr + dK))
+            L, start = khi - klo, lp + klo * su
         bc0 = max(min(c0, c0 + last * dc), 0)
         bc1 = min(max(c0 + N, c0 + N + last * (dc + dn)), bc1)
-    rows_u = as_strided(u, (rows, K), (step, su), writeable=False)
+    flat = mu.reshape(-1, order="A")
+    rows_u = as_strided(flat[(start - lo) // isz:], (rows, L), (step, su), writeable=False)
+    if dr or dK:                        # each row's own window, the rest zero
+        rows_u = np.array(rows_u)
+        cols = np.arange(L)[None, :]
+        jj = np.arange(rows)[:, None]
+        a = r0 - klo + jj * dr
+        rows_u[(cols < a) | (cols >= a + K + jj * dK)] = 0
     with np.errstate(all="ignore"):
-        b = np.matmul(rows_u, wt[:, bc0:bc1])
+        b = np.matmul(rows_u, wt[klo:khi, bc0:bc1])
         finite = np.isfinite(b).all()
     if not finite:
         run.off = True
         return None
     run.release()
-    run.block, run.block_ptr, run.rows, run.bc0 = b, uptr, rows, bc0
+    run.block, run.block_lp, run.rows, run.bc0 = b, lp, rows, bc0
+    run.bctr = (r0, K)
     run.misses = 0
     run._mark()
     _local.pairs.pop(run.key[:3], None)
-    r0 = run.r0
-    run._register((run.bu(), run.bw(), int(left), b.dtype.num, su, K, wt.strides[0],
-                   wt.strides[1], run.mw_ptr, -1 if type(r0) is tuple else r0,
-                   r0[0] if type(r0) is tuple else 0, N, b, uptr, step, rows, bc0, run))
+    geo = run.geo
+    exact = type(geo) is tuple and len(geo) == 3
+    run._register((run.bu(), run.bw(), int(left), b.dtype.num, su, wt.strides[0],
+                   wt.strides[1], run.mw_ptr, -1 if exact else r0, dr, K, dK,
+                   geo[0] if exact else 0, N, b, lp, step, rows, bc0, start, L, run))
     _counts["product_blocks"] += 1
     _counts["products_batched"] += 1
     return b[0, c0 - bc0:c0 - bc0 + N].copy()
