@@ -220,7 +220,7 @@ def serve(u, w, bu, bw, left, uptr, wptr):
             _counts["products_batched"] += 1
             if j == run.rows - 1:       # the block used to its end: the next one is larger
                 run.release()
-                run.grow *= 2
+                run.grow = min(2 * run.grow, 1 << 30)
             run.last, run.win, run.ctr = lp, (c0, N), (r0, K)
             return out
         # a call the block does not answer leaves the run as it is (doitgen's second product
@@ -266,13 +266,13 @@ def _block(run, u, wt, lp, r0, K, c0, N, left):
     rows = max(MAX_BLOCK_BYTES // (wt.shape[1] * isz), 1)
     if dr or dK:                        # at most 1/8 of the union computed for nothing; every
         rows = min(rows, max(K // 4, FIRST_BLOCK))      # row's window inside the matrix
-    else:
-        rows = min(rows, run.grow)
         for j in range(1, rows):
             a, k = r0 + j * dr, K + j * dK
             if a < 0 or k < 1 or a + k > wt.shape[0]:
                 rows = j
                 break
+    else:
+        rows = min(rows, run.grow)
     last = rows - 1
     klo = min(r0, r0 + last * dr)
     khi = max(r0 + K, r0 + K + last * (dr + dK))
