@@ -2127,6 +2127,7 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
 
 static int product_write_ok(PyObject *base, char *lo, char *hi);
 static int product_write_ok_array(PyObject *base, PyArrayObject *dst);
+static int product_run(PyObject *captured);
 
 /* 1 done, 0 -> the Python path, -1 error */
 /* Whether ``self``'s buffer may be written in place now: computed, and no recorded work
@@ -2139,9 +2140,10 @@ static inline PyObject *writable_host(PyObject *self, PyObject **guard) {
     if (pv == NULL)
         return NULL;
     PyObject *b = host_base(self);
-    if (b == NULL || slot_or_none(b, P_captured) == Py_None)
+    PyObject *c = b == NULL ? Py_None : slot_or_none(b, P_captured);
+    if (c == Py_None)
         return pv;
-    if (product_serve == NULL || !PyArray_CheckExact(pv))
+    if (!product_run(c) || !PyArray_CheckExact(pv))
         return NULL;
     *guard = b;
     return pv;
@@ -2452,6 +2454,14 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
     }
     s->floor = s->next;
     return 1;
+}
+
+/* Whether ``captured`` (a port's mark) is the run of a block the C path holds */
+static int product_run(PyObject *captured) {
+    for (int k = 0; k < PRODUCT_SLOTS; k++)
+        if (product_slots[k].block != NULL && product_slots[k].run == captured)
+            return 1;
+    return 0;
 }
 
 /* The same for a write of ndarray ``dst`` */
