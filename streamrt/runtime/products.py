@@ -1,23 +1,32 @@
 """The NumPy tier's products in a loop: a vector-matrix product (``v @ M`` or ``M @ v``) whose
 vector steps through one buffer from call to call -- ``A[i, :] @ B`` for i = 0, 1, 2, ... (gemm
-row by row), ``X[:, i] @ X[:, i:]`` (covariance), ``A[:i + 1, :] @ A[i, :]`` (syrk) -- gets its
-answer from one matrix-matrix product over the next rows, computed once and handed out row by
-row (BLAS at its compute speed instead of one matrix-vector product at memory speed each).
+row by row), ``X[:, i] @ X[:, i:]`` (covariance), ``A[:i + 1, :] @ A[i, :]`` (syrk),
+``A[i + 1:, i] @ B[i + 1:, :]`` (trmm) -- gets its answer from one matrix-matrix product over
+the next rows, computed once and handed out row by row (BLAS at its compute speed instead of
+one matrix-vector product at memory speed each).
 
-A *run* is such a sequence: the same two base buffers, the vector's length and stride, the
-matrix's strides and the rows it contracts over; the matrix may be a window of its base's
-columns (``X[:, i:]``) or rows (``A[:i + 1, :]``), the block then covers every column (row) of
-the base and a call takes its window. After two steps of the same size the run computes a block
-of the next rows (8, doubling after each block used to its end, within the base buffer and
-``MAX_BLOCK_BYTES``). A call is answered from the block only when its vector is exactly a row
-of it: the same memory, read with the same stride.
+A *run* is such a sequence: the same two base buffers, the vector's stride, the matrix's
+strides. The vector is the window [r0, r0 + K) of a *line* (a row or column of its base) whose
+start steps by a constant; the matrix contracts over rows [r0, r0 + K) of its base (oriented
+so) and takes a window of its columns; r0, K and the column window may change by constants
+from call to call. After two steps alike the run computes a block of the next rows (8,
+doubling after each block used to its end, within the base buffer and ``MAX_BLOCK_BYTES``;
+when a window moves, over the union of the rows' windows, at most a quarter of the window's
+rows at once, each row's vector zeroed outside its own contracted window). A call is answered
+from the block only when its vector is exactly a row of it (the same memory, read with the
+same stride) and its matrix the same memory.
 
 The block marks both base ports *captured* (runtime/tiers.py): a write into either buffer goes
 through ``tiers.settle``, which drops the block and stops the run (a loop that writes what its
-products read -- doitgen, Gram-Schmidt -- computes products one by one, as NumPy does). A block
-with a value that is not finite is not used (its rows are computed by NumPy's call, which
-reports floating-point errors as NumPy does). The answers equal NumPy's up to rounding: a
-matrix-matrix product sums in another order than a matrix-vector product."""
+products read -- Gram-Schmidt -- computes products one by one, as NumPy does). The C path
+answers a block's rows itself (``hooks.product_block`` registers the block in one of its
+``SLOTS``; Python sees a block's first and last rows), lets a write outside what the block
+has still to answer go on (doitgen writes each row back, trmm a matrix row no later row
+reads), and stops asking at a line for which ``serve`` answered False. A block with a value
+that is not finite is not used (its rows are computed by NumPy's call, which reports
+floating-point errors as NumPy does). The answers equal NumPy's up to rounding: a
+matrix-matrix product sums in another order than a matrix-vector product.
+``STREAMRT_BATCH_PRODUCTS=0``: none of this."""
 from __future__ import annotations
 
 import threading
