@@ -354,3 +354,19 @@ def test_random_loops_against_numpy(chunk):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=tol, atol=10 * tol, err_msg=f"seed {seed}")
     assert ps.runtime_stats()["products_batched"] > 0
+
+
+def test_a_block_keeps_no_array_alive():
+    """a loop that stops in the middle of a block: releasing its arrays frees them (the C
+    path's slots and the runs refer to the ports weakly) and the block"""
+    import gc
+    import weakref
+    a, b = _data(64, 128), _data(128, 130, seed=1)
+    A, B = ps.asarray(a), ps.asarray(b)
+    for i in range(20):                 # (blocks of 8 and 16 rows: stops inside the second)
+        np.asarray(A[i, :] @ B)
+    assert _counts()[1] == 2
+    ports = [weakref.ref(A._p), weakref.ref(B._p)]
+    del A, B
+    gc.collect()
+    assert [r() for r in ports] == [None, None]

@@ -2387,7 +2387,10 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
  * its slot. */
 #define PRODUCT_SLOTS 4
 typedef struct {
-    PyObject *bu, *bw, *block, *run;    /* strong refs; block NULL: the slot is free */
+    /* bu, bw: weak references to the base ports (a slot keeps no array alive; a port that
+     * died answers nothing, whatever port is later made at its address); block, run: strong
+     * references; block NULL: the slot is free */
+    PyObject *bu, *bw, *block, *run;
     int left, type;
     Py_ssize_t su, t0, t1, step, rows, bc0;
     /* row j's vector: the window [r0 + j dr, + K + j dK) of the line at block_lp + j step;
@@ -2427,10 +2430,12 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
     for (int k = 0; k < PRODUCT_SLOTS && s == NULL; k++)
         if (product_slots[k].block != NULL && product_slots[k].run == c)
             s = &product_slots[k];
-    if (s == NULL || (s->bu != base && s->bw != base))
+    PyObject *bu = s == NULL ? NULL : PyWeakref_GetObject(s->bu);
+    PyObject *bw = s == NULL ? NULL : PyWeakref_GetObject(s->bw);
+    if (s == NULL || (bu != base && bw != base))
         return 0;
     npy_intp isz = s->type == NPY_DOUBLE ? 8 : 4, L = (npy_intp)lo, H = (npy_intp)hi;
-    if (s->bu == base) {        /* the lines of the rows still to answer */
+    if (bu == base) {           /* the lines of the rows still to answer */
         npy_intp a = s->ext + s->next * s->step, z = s->ext + (s->rows - 1) * s->step;
         npy_intp ext = (s->len - 1) * s->su;
         npy_intp plo = (a < z ? a : z) + (ext < 0 ? ext : 0);
@@ -2438,7 +2443,7 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
         if (H > plo && L < phi)
             return 0;
     }
-    if (s->bw == base) {        /* the matrix's rows those rows contract over (trmm writes B's
+    if (bw == base) {           /* the matrix's rows those rows contract over (trmm writes B's
                                  * row i after its product, which the later rows do not read) */
         if (s->r0 < 0)
             return 0;
@@ -2522,8 +2527,13 @@ static PyObject *product_block(PyObject *Py_UNUSED(mod), PyObject *args) {
     t.block_lp = lp;
     t.ext = ext;
     t.len = len;
-    t.bu = Py_NewRef(bu);
-    t.bw = Py_NewRef(bw);
+    t.bu = PyWeakref_NewRef(bu, NULL);
+    t.bw = PyWeakref_NewRef(bw, NULL);
+    if (t.bu == NULL || t.bw == NULL) {
+        Py_XDECREF(t.bu);
+        Py_XDECREF(t.bw);
+        return NULL;
+    }
     t.block = Py_NewRef(block);
     t.run = Py_NewRef(run);
     t.next = 1;                         /* (row 0: the answer of the call that made it) */
@@ -2541,8 +2551,9 @@ static PyObject *product_fast(PyObject *bu, PyObject *bw, int left, PyArrayObjec
     npy_intp uptr = (npy_intp)PyArray_BYTES(u), wptr = (npy_intp)PyArray_BYTES(w);
     for (int k = 0; k < PRODUCT_SLOTS; k++) {
         ProductSlot *s = &product_slots[k];
-        if (s->block == NULL || s->bu != bu || s->bw != bw || s->left != left ||
-                s->type != type || s->su != su || s->t0 != t0 || s->t1 != t1)
+        if (s->block == NULL || s->left != left || s->type != type || s->su != su ||
+                s->t0 != t0 || s->t1 != t1 || PyWeakref_GetObject(s->bu) != bu ||
+                PyWeakref_GetObject(s->bw) != bw)
             continue;
         npy_intp c0, r0 = 0;
         if (s->r0 < 0) {

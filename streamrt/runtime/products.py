@@ -75,8 +75,9 @@ class Run:
         self.misses = 0                     # calls since the last block
 
     def _gone(self, _ref):
-        self.table.pop(self.key, None)
-        self.block = self.wt = None
+        if self.table.get(self.key) is self:
+            del self.table[self.key]
+        self.release()
 
     # -- the captured marks (tiers.settle calls ``written``) --
     def _mark(self):
