@@ -7,6 +7,7 @@ import pytest
 
 import streamrt as ps
 from streamrt.core import stats
+from streamrt.frontend import native
 from streamrt.runtime.products import MIN_ELEMENTS
 
 EAGER = 1 << 16
@@ -73,7 +74,7 @@ def test_column_windows_shrinking():
     watched = sum(200 * (150 - i) >= MIN_ELEMENTS for i in range(150))
     batched, blocks, _ = _counts()
     # (the C path answers a block's rows past the size limit too)
-    assert (batched >= watched - 2 if _native_on() else batched == watched - 2) and blocks > 1
+    assert (batched >= watched - 2 if native.available() else batched == watched - 2) and blocks > 1
 
 
 def test_row_windows_growing():
@@ -94,19 +95,24 @@ def test_row_windows_growing():
         stats.reset_stats()
 
 
+def _rows_written_at(xp, A, B, at, write):
+    """The rows' products of A and B, ``write(A, B)`` done before row ``at``'s"""
+    out = []
+    for i in range(A.shape[0]):
+        if i == at:
+            write(A, B)
+        out.append(np.asarray(A[i, :] @ B))
+    return np.array(out)
+
+
 def test_write_into_the_matrix_drops_the_block():
     a, b = _data(64, 128), _data(128, 130, seed=1)
 
-    def loop(xp, A, B):
-        out = []
-        for i in range(64):
-            if i == 20:
-                B[3, :] = 7.0           # every later product sees the new B
-            out.append(np.asarray(A[i, :] @ B))
-        return np.array(out)
+    def write(A, B):
+        B[3, :] = 7.0                   # every later product sees the new B
 
-    got = loop(ps, ps.asarray(a), ps.asarray(b))
-    np.testing.assert_allclose(got, loop(np, a, b.copy()), rtol=1e-12)
+    got = _rows_written_at(ps, ps.asarray(a), ps.asarray(b), 20, write)
+    np.testing.assert_allclose(got, _rows_written_at(np, a, b.copy(), 20, write), rtol=1e-12)
     batched, blocks, dropped = _counts()
     assert dropped == 1
     # the line is not watched again after its block was written: rows 20 on one by one
@@ -116,16 +122,11 @@ def test_write_into_the_matrix_drops_the_block():
 def test_write_ahead_into_the_vectors_drops_the_block():
     a, b = _data(64, 128), _data(128, 130, seed=1)
 
-    def loop(xp, A, B):
-        out = []
-        for i in range(64):
-            if i == 12:
-                A[20, :] = -1.0         # a row the block (rows 10 to 25) computed already
-            out.append(np.asarray(A[i, :] @ B))
-        return np.array(out)
+    def write(A, B):
+        A[20, :] = -1.0                 # a row the block (rows 10 to 25) computed already
 
-    got = loop(ps, ps.asarray(a), ps.asarray(b))
-    np.testing.assert_allclose(got, loop(np, a.copy(), b), rtol=1e-12)
+    got = _rows_written_at(ps, ps.asarray(a), ps.asarray(b), 12, write)
+    np.testing.assert_allclose(got, _rows_written_at(np, a.copy(), b, 12, write), rtol=1e-12)
     assert _counts()[2] == 1
 
 
@@ -174,7 +175,7 @@ def test_moving_contraction():
     np.testing.assert_allclose(trmm(ps, ps.asarray(a), ps.asarray(b)), trmm(np, a, b.copy()),
                                rtol=1e-11)
     batched, blocks, dropped = _counts()
-    if _native_on():            # (the Python path drops a block at the first write into B)
+    if native.available():            # (the Python path drops a block at the first write into B)
         # (until the blocks get small near the end: products.MASKED_MIN_WORK)
         assert batched > 40 and dropped == 0
     stats.reset_stats()
@@ -207,11 +208,6 @@ def test_products_of_recorded_arrays():
     assert _counts()[1] > 0
 
 
-def _native_on():
-    from streamrt.frontend import native
-    return native.available()
-
-
 def test_scaled_rows():
     """gemm row by row: ``alpha * A[i, :] @ B`` multiplies a temporary first; the C path
     answers it as alpha times the block's answer for ``A[i, :]``"""
@@ -223,7 +219,7 @@ def test_scaled_rows():
 
     np.testing.assert_allclose(gemm(ps, ps.asarray(a), ps.asarray(b)), gemm(np, a, b),
                                rtol=1e-12)
-    assert _counts()[0] == (124 if _native_on() else 0)
+    assert _counts()[0] == (124 if native.available() else 0)
 
 
 def test_scaled_rows_changed_since():
@@ -263,8 +259,8 @@ def test_rows_written_back():
     np.testing.assert_allclose(doitgen(ps, ps.asarray(a), ps.asarray(c)),
                                doitgen(np, a.copy(), c), rtol=1e-11)
     batched, blocks, dropped = _counts()
-    assert dropped == 0 if _native_on() else dropped == 1
-    assert batched > 90 if _native_on() else batched == 1
+    assert dropped == 0 if native.available() else dropped == 1
+    assert batched > 90 if native.available() else batched == 1
 
 
 def test_same_row_again_stops_asking():

@@ -2127,7 +2127,8 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
 
 static int product_write_ok(PyObject *base, char *lo, char *hi);
 static int product_write_ok_array(PyObject *base, PyArrayObject *dst);
-static int product_run(PyObject *captured);
+typedef struct ProductSlot ProductSlot;
+static ProductSlot *run_slot(PyObject *captured);
 
 /* 1 done, 0 -> the Python path, -1 error */
 /* Whether ``self``'s buffer may be written in place now: computed, and no recorded work
@@ -2143,7 +2144,7 @@ static inline PyObject *writable_host(PyObject *self, PyObject **guard) {
     PyObject *c = b == NULL ? Py_None : slot_or_none(b, P_captured);
     if (c == Py_None)
         return pv;
-    if (!product_run(c) || !PyArray_CheckExact(pv))
+    if (run_slot(c) == NULL || !PyArray_CheckExact(pv))
         return NULL;
     *guard = b;
     return pv;
@@ -2386,7 +2387,7 @@ static PyObject *eager_out(PyObject *r, Found *fd) {
  * valid: a write into either base goes through tiers.settle, and the run's release clears
  * its slot. */
 #define PRODUCT_SLOTS 4
-typedef struct {
+struct ProductSlot {
     /* bu, bw: weak references to the base ports (a slot keeps no array alive; a port that
      * died answers nothing, whatever port is later made at its address); block, run: strong
      * references; block NULL: the slot is free */
@@ -2398,7 +2399,7 @@ typedef struct {
     npy_intp r0, dr, K, dK, mw_ptr, wptr, n, block_lp;
     npy_intp ext, len;      /* row 0's elements the block read: from ext, len of them */
     npy_intp next, floor;   /* rows answered: below next; rows answerable: from floor on */
-} ProductSlot;
+};
 static ProductSlot product_slots[PRODUCT_SLOTS];
 static long long n_products_fast;
 
@@ -2424,12 +2425,16 @@ static void product_slot_clear(ProductSlot *s) {
  * buffer and the bytes lie outside the rows the block has still to answer -- doitgen's
  * ``A[r, q, :] = A[r, q, :] @ C`` writes the row just answered; the rows before are then no
  * longer answered. 0: the Python path, whose tiers.settle drops the block. */
+/* The slot holding the block of run ``captured`` (a port's mark), or NULL */
+static ProductSlot *run_slot(PyObject *captured) {
+    for (int k = 0; k < PRODUCT_SLOTS; k++)
+        if (product_slots[k].block != NULL && product_slots[k].run == captured)
+            return &product_slots[k];
+    return NULL;
+}
+
 static int product_write_ok(PyObject *base, char *lo, char *hi) {
-    PyObject *c = slot_or_none(base, P_captured);
-    ProductSlot *s = NULL;
-    for (int k = 0; k < PRODUCT_SLOTS && s == NULL; k++)
-        if (product_slots[k].block != NULL && product_slots[k].run == c)
-            s = &product_slots[k];
+    ProductSlot *s = run_slot(slot_or_none(base, P_captured));
     PyObject *bu = s == NULL ? NULL : PyWeakref_GetObject(s->bu);
     PyObject *bw = s == NULL ? NULL : PyWeakref_GetObject(s->bw);
     if (s == NULL || (bu != base && bw != base))
@@ -2459,14 +2464,6 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
     }
     s->floor = s->next;
     return 1;
-}
-
-/* Whether ``captured`` (a port's mark) is the run of a block the C path holds */
-static int product_run(PyObject *captured) {
-    for (int k = 0; k < PRODUCT_SLOTS; k++)
-        if (product_slots[k].block != NULL && product_slots[k].run == captured)
-            return 1;
-    return 0;
 }
 
 /* The same for a write of ndarray ``dst`` */

@@ -1454,7 +1454,7 @@ def _eager_out(r, found):
             root = _root(r)
             for h, a in found:
                 if _root(h) is root:
-                    b = a._b if a._p is None else a._p.base_view()[0]
+                    b = _host_base(a)
                     if b is None:
                         b = a._port.base_view()[0]
                     return eager_array(r, b)
@@ -1522,9 +1522,7 @@ def _host_base(a):
     """The base port whose buffer computed Array ``a``'s host ndarray views, or None (a
     NumPy-tier buffer of its own)."""
     p = a._p
-    if p is not None:
-        return p.inputs[0] if p.kind == "view" else p
-    return a._b
+    return a._b if p is None else p.base_view()[0]
 
 
 # NumPy functions that streamrt records as intrinsics (BLAS, LAPACK, FFT, sorts, scans): no

@@ -56,7 +56,7 @@ _next_slot = [0]
 class Run:
     """One watched sequence of products (see the module docstring)."""
     __slots__ = ("bu", "bw", "table", "key", "last", "step", "mw_ptr", "geo", "block",
-                 "block_lp", "rows", "grow", "off", "wt", "marked", "win", "dwin", "bc0",
+                 "block_lp", "rows", "grow", "off", "marked", "win", "dwin", "bc0",
                  "slot", "misses", "ctr", "dctr", "bctr", "__weakref__")
 
     def __init__(self, table, key, bu, bw, uptr):
@@ -64,7 +64,7 @@ class Run:
         self.bu = weakref.ref(bu, self._gone)
         self.bw = weakref.ref(bw, self._gone)
         self.last, self.step, self.mw_ptr, self.geo = uptr, 0, None, None
-        self.block = self.wt = None
+        self.block = None
         self.block_lp = self.rows = 0
         self.ctr = self.dctr = self.bctr = None  # the contracted window (r0, K): last, change,
         #                                         the block's first row's
@@ -104,7 +104,7 @@ class Run:
                 p.captured = rest if len(rest) > 1 else rest[0]
 
     def release(self):
-        self.block = self.wt = None
+        self.block = None
         k = self.slot
         if k is not None:
             self.slot = None
@@ -283,11 +283,16 @@ def _block(run, u, wt, lp, r0, K, c0, N, left):
                 break
     else:
         rows = min(rows, run.grow)
-    last = rows - 1
-    klo = min(r0, r0 + last * dr)
-    khi = max(r0 + K, r0 + K + last * (dr + dK))
-    L = khi - klo
-    start = lp + klo * su               # the union's first element in row 0
+
+    def union(rows):
+        """The contracted rows [klo, khi) the block's rows read, and where row 0 reads
+        its first (the windows change linearly: their ends bound the union)."""
+        last = rows - 1
+        klo = min(r0, r0 + last * dr)
+        khi = max(r0 + K, r0 + K + last * (dr + dK))
+        return klo, khi, khi - klo, lp + klo * su
+
+    klo, khi, L, start = union(rows)
     ext_lo, ext_hi = min(0, (L - 1) * su), max(0, (L - 1) * su) + isz
     if start + ext_lo < lo or start + ext_hi > hi or (start - lo) % isz:
         run.off = True
@@ -304,22 +309,15 @@ def _block(run, u, wt, lp, r0, K, c0, N, left):
             return None
         run.off = True
         return False
-    if rows - 1 != last:
-        last = rows - 1
-        klo = min(r0, r0 + last * dr)
-        khi = max(r0 + K, r0 + K + last * (dr + dK))
-        L, start = khi - klo, lp + klo * su
     bc0, bc1 = 0, wt.shape[1]
     if run.dwin is not None:            # the windows of the block's rows (covariance's shrink
         dc, dn = run.dwin               # from the left, syrk's grow to the right): their union,
         if dc or dn:                    # at most 1/8 of it computed for nothing
             rows = min(rows, max(N // 4, FIRST_BLOCK))
-            last = rows - 1
-            klo = min(r0, r0 + last * dr)
-            khi = max(r0 + K, r0 + K + last * (dr + dK))
-            L, start = khi - klo, lp + klo * su
+        last = rows - 1
         bc0 = max(min(c0, c0 + last * dc), 0)
         bc1 = min(max(c0 + N, c0 + N + last * (dc + dn)), bc1)
+    klo, khi, L, start = union(rows)    # (fewer rows than bounded above: a part of that union)
     flat = mu.reshape(-1, order="A")
     rows_u = as_strided(flat[(start - lo) // isz:], (rows, L), (step, su), writeable=False)
     if dr or dK:                        # each row's own window, the rest zero
