@@ -694,3 +694,33 @@ def test_broadcast_pairs_of_small_shapes_match_numpy(eager):
                 A3[...] = B
                 np.testing.assert_array_equal(np.asarray(A3), a3)
     assert checked > 400
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.int64, np.int32, np.uint8, np.bool_,
+                                np.complex128])
+def test_outer_of_two_arrays_is_their_broadcast_multiply(tier, dt, monkeypatch):
+    """``ps.outer`` of two computed Arrays runs as ``a[:, None] * b[None, :]``: on the NumPy
+    tier when small (NumPy's values bit for bit, without calling NumPy's ``outer``), recorded
+    when large (it fuses with what uses it); N-d and 0-d operands are flattened, as NumPy's."""
+    rng = np.random.default_rng(3)
+    real = np.outer
+    monkeypatch.setattr(np, "outer", lambda *a, **k: pytest.fail("NumPy's outer was called"))
+    cases = [((7,), (5,)), ((3, 4), (6,)), ((), (4,)), ((0,), (3,)), ((40,), (60,))]
+    for sa, sb in cases:
+        a0 = (rng.random(sa) * 9).astype(dt)
+        b0 = (rng.random(sb) * 9).astype(dt)
+        before = tier()
+        r = ps.outer(ps.asarray(a0), ps.asarray(b0))
+        st = tier()
+        assert st["ops_recorded"] == before["ops_recorded"]
+        got = np.asarray(r)
+        want = real(a0, b0)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)
+    m, n = 300, 400                                  # (120,000 elements: recorded)
+    a0, b0 = rng.random(m).astype(dt), rng.random(n).astype(dt)
+    A0 = (rng.random((m, n)) * 3).astype(dt)
+    before = tier()
+    r = ps.asarray(A0) + ps.outer(ps.asarray(a0), ps.asarray(b0))
+    assert tier()["ops_recorded"] - before["ops_recorded"] == 2       # the multiply, the add
+    assert np.array_equal(np.asarray(r), A0 + real(a0, b0))
