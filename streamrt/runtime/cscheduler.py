@@ -366,12 +366,13 @@ def _statement_now(entries, through):
             made.add(p.id)
             continue
         if is_update(p) and p.inputs[0] is through:
-            wrote = True
+            wrote = True        # (not counted: its value is computed into the region)
         elif p.kind != "map" or OPS[p.op].counter:
             return False
+        else:
+            n += p.size
         if not _inputs_ready(p, made):
             return False
-        n += p.size
         made.add(p.id)
     return wrote and n <= WRITE_NOW_ELEMENTS
 
