@@ -750,3 +750,28 @@ def test_outer_of_two_arrays_is_their_broadcast_multiply(tier, dt, monkeypatch):
     r = ps.asarray(A0) + ps.outer(ps.asarray(a0), ps.asarray(b0))
     assert tier()["ops_recorded"] - before["ops_recorded"] == 2       # the multiply, the add
     assert np.array_equal(np.asarray(r), A0 + real(a0, b0))
+
+
+def test_transpose_of_a_computed_array_is_a_numpy_tier_view(tier):
+    """``a.T`` of a computed Array on the NumPy tier (the C path's ``transpose_now``) is a
+    view of its buffer: it records nothing, shows later writes into ``a`` and keeps ``a``'s
+    buffer from being reused while it lives; with the tier off it is recorded."""
+    a0 = np.arange(12.0).reshape(3, 4)
+    a = ps.asarray(a0)
+    before = tier()
+    t = a.T
+    tv = a[1:].T
+    assert tier()["ops_recorded"] == before["ops_recorded"]
+    assert t.shape == (4, 3) and tv.shape == (4, 2)
+    a[1, 2] = 100.0
+    e = a0.copy()
+    e[1, 2] = 100.0
+    assert_same(t, e.T)
+    assert_same(tv, e[1:].T)
+    del a
+    assert_same(t @ np.ones(3), e.T @ np.ones(3))
+    with ps.config.override(eager_elements=0):
+        n = tier()["ops_recorded"]
+        r = (ps.asarray(a0) + 1.0).T
+        assert tier()["ops_recorded"] > n
+        assert_same(r, (a0 + 1.0).T)

@@ -2125,6 +2125,36 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     return a;
 }
 
+/* a.T on the NumPy tier: a computed Array's transposed view, counted on its base (array.py
+ * Array.T's fast path: ~0.1 us against ~0.6 in Python); None -> the general path */
+static PyObject *transpose_now(PyObject *Py_UNUSED(mod), PyObject *self) {
+    if (!enabled || Py_TYPE(self) != ArrayType)
+        Py_RETURN_NONE;
+    PyObject *pv = host_of(self);
+    if (pv == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t lim = eager_limit();
+    if (lim < 0)
+        return NULL;
+    if (lim == 0)
+        Py_RETURN_NONE;
+    PyObject *base = host_base(self);
+    if (base == NULL) {                 /* a buffer of its own: the base of its views */
+        if (port_of(self) == NULL)
+            return NULL;
+        base = host_base(self);
+    }
+    PyObject *r = PyArray_Transpose((PyArrayObject *)pv, NULL);
+    if (r == NULL)
+        return NULL;
+    PyObject *a = eager_array(r, base);
+    Py_DECREF(r);
+    return a;
+}
+
 static int product_write_ok(PyObject *base, char *lo, char *hi);
 static int product_write_ok_array(PyObject *base, PyArrayObject *dst);
 typedef struct ProductSlot ProductSlot;
@@ -3209,7 +3239,7 @@ static PyObject *settings_changed(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(
 
 /* The interface version frontend/native.py expects: a build older than its source (an
  * editable install not rebuilt after a pull) is then not used. */
-#define NATIVE_ABI 13
+#define NATIVE_ABI 14
 
 static PyObject *enable(PyObject *Py_UNUSED(mod), PyObject *on) {
     int v = PyObject_IsTrue(on);
@@ -3547,6 +3577,8 @@ static PyObject *install_slots(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(unu
 }
 
 static PyMethodDef methods[] = {
+    {"transpose_now", transpose_now, METH_O,
+     "transpose_now(a): a.T of a computed Array on the NumPy tier, or None."},
     {"ufunc_into", (PyCFunction)(void (*)(void))py_ufunc_into, METH_FASTCALL,
      "ufunc_into(uf, args, out, cut=True): uf(*args, out=out) by its own loop, cut over two "
      "threads when long and cut; out, or None when not taken (NumPy's call then runs)."},

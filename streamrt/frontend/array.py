@@ -1142,6 +1142,10 @@ class Array:
 
     @property
     def T(self):
+        if _T_NOW is not None:
+            r = _T_NOW(self)
+            if r is not None:
+                return r
         v = host(self)
         if v is not None and _tiers.eager_now():
             return _host_view(self, v.T)
@@ -1867,3 +1871,4 @@ def broadcast_to(x, shape, site=None):
 # are replaced by their C twins (frontend/native.py; the Python above stays the definition and
 # takes every case the C path leaves to it). native.py reads this module's classes and memos.
 _enqueue_plain = _native.install(_enqueue_plain)
+_T_NOW = _native.transpose_now()        # (Array.T on the NumPy tier, in C)

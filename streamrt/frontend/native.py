@@ -20,7 +20,7 @@ from ..core.ops import OPS, UFUNC_TO_OP, map_dtypes
 from ..runtime import cscheduler, products, tiers, trace_cache, workqueue
 from . import array, indexing, pieces
 
-ABI = 13    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
+ABI = 14    # the interface of _native.c this module drives: bumped with its NATIVE_ABI whenever
             # the C functions or the keys of configure() change
 
 try:
@@ -200,6 +200,14 @@ def numpy_twin(f, ref, any_size=False):
     if _native is None or not _on:
         return None
     return functools.update_wrapper(_native.Fast(5 if any_size else 4, ref, f), f)
+
+
+def transpose_now():
+    """The C path's ``a.T`` of a computed Array on the NumPy tier (returns None when it does
+    not apply), or None when the C path is not built or off."""
+    if _native is None or not _on:
+        return None
+    return _native.transpose_now
 
 
 def map_function(name, f):
