@@ -460,6 +460,73 @@ def test_basic_index_assignment_writes_what_numpy_writes():
         A[50:60, 1] = 1.0
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8", "int16",
+                                   "bool", "complex128"])
+def test_integer_array_indexing_is_numpys(dtype):
+    """``A[i, j]`` and ``A[i, j] = v`` with one int64 index vector per axis, all of one length
+    (_loops.c direct_gather / direct_scatter): NumPy's elements, negative indices counted from
+    the end, a repeated index written with its last value, an index out of range NumPy's
+    IndexError with nothing written; other keys and values (broadcast indices, a value of
+    another dtype or sharing the array's memory, a scalar) are NumPy's call."""
+    rng = np.random.default_rng(11)
+    for shape in [(30,), (12, 9), (5, 6, 7), (3, 4, 5, 6)]:
+        a0 = _values(dtype, int(np.prod(shape)), rng).reshape(shape)
+        a, A = a0.copy(), ps.asarray(a0.copy())
+        for n in (0, 1, 7, 40):
+            keys = [rng.integers(-d, d, n) for d in shape]
+            keys[0] = keys[0][::-1].copy() if n else keys[0]
+            kk = tuple(keys) if len(shape) > 1 else keys[0]
+            pk = tuple(ps.asarray(k) for k in keys) if len(shape) > 1 else ps.asarray(keys[0])
+            native.direct_count(reset=True)
+            got = A[pk]
+            assert native.direct_count() == 1
+            _same(got, a[kk])
+            v = _values(dtype, n, rng)
+            A[pk] = ps.asarray(v)
+            a[kk] = v
+            assert native.direct_count() == 2
+            _same(A, a)
+        # strided index vectors, and a view of the array
+        k2 = [rng.integers(0, d, 20)[::2] for d in shape]
+        kk2 = tuple(k2) if len(shape) > 1 else k2[0]
+        pk2 = tuple(ps.asarray(k) for k in k2) if len(shape) > 1 else ps.asarray(k2[0])
+        _same(A[pk2], a[kk2])
+        bad = [np.zeros(3, np.int64) for _ in shape]
+        bad[-1] = np.array([0, shape[-1], 1])               # out of range: nothing written
+        pb = tuple(ps.asarray(k) for k in bad) if len(shape) > 1 else ps.asarray(bad[0])
+        before = np.asarray(A).copy()
+        with pytest.raises(IndexError):
+            A[pb]
+        with pytest.raises(IndexError):
+            A[pb] = ps.asarray(_values(dtype, 3, rng))
+        _same(A, before)
+    # left to NumPy's call: the values are still NumPy's
+    m0 = _values(dtype, 48, rng).reshape(6, 8)
+    m, M = m0.copy(), ps.asarray(m0.copy())
+    i, j = np.array([0, 2, 2, 5]), np.array([1, 3, 3, 7])
+    I, J = ps.asarray(i), ps.asarray(j)
+    native.direct_count(reset=True)
+    _same(M[I[:, None], J[None, :]], m[i[:, None], j[None, :]])      # broadcast index shapes
+    M[I, J] = M[0, :4]                                   # a view of the array itself
+    m[i, j] = m[0, :4]
+    w = _values(dtype, 8, rng).reshape(4, 2)                # an index vector and a slice
+    M[I, 0:2] = ps.asarray(w)
+    m[i, 0:2] = w
+    _same(M, m)
+    assert native.direct_count() == 0
+    other = "float32" if dtype != "float32" else "float64"
+    if dtype != "bool" and dtype != "complex128":
+        M[I, J] = ps.asarray(_values(other, 4, rng).astype(other))
+        m[i, j] = np.asarray(M)[i, j]
+        _same(M, m)
+    # repeated indices: the last value, as NumPy's
+    r = np.array([1, 1, 1, 4]), np.array([2, 2, 2, 0])
+    v = _values(dtype, 4, rng)
+    M[ps.asarray(r[0]), ps.asarray(r[1])] = ps.asarray(v)
+    m[r] = v
+    _same(M, m)
+
+
 # ---- on two threads (_loops.c run_split) ----------------------------------------------------
 two_cpus = pytest.mark.skipif(native._cpus() < 2, reason="one CPU: the loops are not cut")
 

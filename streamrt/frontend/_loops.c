@@ -1007,3 +1007,159 @@ done:
     Py_DECREF(np);
     return rc;
 }
+
+/* ---- integer-array indexing (gather, scatter) -------------------------------------------
+ * The common case of NumPy's advanced indexing -- one int64 index vector per axis of ``a``,
+ * all of one length n (smith-waterman's ``H[i - 1, j - 1]``, seidel-2d's ``A[i, j] = ...``) --
+ * walked here: NumPy's call builds a map iterator first (~0.8 us). The same elements in the
+ * same order: a gather copies them, a scatter writes them in index order (a repeated index:
+ * the last value, as NumPy's loop leaves it). A scatter checks every index before it writes
+ * anything; an index out of range, or any other key, goes to NumPy's call (its IndexError). */
+#define FANCY_MAXDIM 4
+
+typedef struct {
+    int nd;
+    npy_intp n;                         /* the index vectors' length */
+    const char *ix[FANCY_MAXDIM];       /* each axis's index vector */
+    npy_intp ixs[FANCY_MAXDIM];         /* ... its stride */
+    npy_intp dim[FANCY_MAXDIM], st[FANCY_MAXDIM];  /* the array's shape and strides */
+} Fancy;
+
+/* 1: ``key`` (a host key) is one int64 vector per axis of ``a``, one length; 0: another */
+static int fancy_plan(PyArrayObject *a, PyObject *key, Fancy *f) {
+    int nd = PyArray_NDIM(a);
+    int sz = (int)PyArray_ITEMSIZE(a);
+    if (nd < 1 || nd > FANCY_MAXDIM || PyDataType_REFCHK(PyArray_DESCR(a)) ||
+            (sz != 1 && sz != 2 && sz != 4 && sz != 8 && sz != 16))
+        return 0;
+    PyObject *one[1] = {key};
+    PyObject **items = one;
+    if (PyTuple_CheckExact(key)) {
+        if (PyTuple_GET_SIZE(key) != nd)
+            return 0;
+        items = &PyTuple_GET_ITEM(key, 0);
+    } else if (nd != 1)
+        return 0;
+    f->nd = nd;
+    for (int d = 0; d < nd; d++) {
+        PyObject *k = items[d];
+        if (!PyArray_CheckExact(k))
+            return 0;
+        PyArrayObject *ka = (PyArrayObject *)k;
+        if (PyArray_NDIM(ka) != 1 || PyArray_TYPE(ka) != NPY_INT64 ||
+                !PyArray_ISNOTSWAPPED(ka) || !PyArray_ISALIGNED(ka))
+            return 0;
+        npy_intp n = PyArray_DIM(ka, 0);
+        if (d == 0)
+            f->n = n;
+        else if (n != f->n)
+            return 0;
+        f->ix[d] = PyArray_BYTES(ka);
+        f->ixs[d] = PyArray_STRIDE(ka, 0);
+        f->dim[d] = PyArray_DIM(a, d);
+        f->st[d] = PyArray_STRIDE(a, d);
+    }
+    return 1;
+}
+
+/* The byte offsets of the plan's elements into ``off`` (n of them); 0: an index out of
+ * range. */
+static int fancy_offsets(const Fancy *f, npy_intp *off) {
+    npy_intp n = f->n;
+    for (npy_intp k = 0; k < n; k++)
+        off[k] = 0;
+    for (int d = 0; d < f->nd; d++) {
+        const char *ix = f->ix[d];
+        npy_intp ixs = f->ixs[d], dim = f->dim[d], st = f->st[d];
+        for (npy_intp k = 0; k < n; k++) {
+            npy_int64 v = *(const npy_int64 *)(ix + k * ixs);
+            if (v < 0)
+                v += dim;
+            if (v < 0 || v >= dim)
+                return 0;
+            off[k] += (npy_intp)v * st;
+        }
+    }
+    return 1;
+}
+
+/* copy n elements of ``sz`` bytes: dst[k] = src + off[k] (gather) or dst + off[k] = src[k] */
+#define FANCY_COPY(T) do { \
+    if (gather) { for (npy_intp k = 0; k < n; k++) ((T *)lin)[k] = *(const T *)(arr + off[k]); } \
+    else { for (npy_intp k = 0; k < n; k++) *(T *)(arr + off[k]) = *(const T *)(lin + k * ls); } \
+} while (0)
+
+typedef struct { npy_int64 a, b; } Pair16;
+
+static void fancy_copy(int gather, char *arr, char *lin, npy_intp ls, const npy_intp *off,
+                       npy_intp n, int sz) {
+    switch (sz) {
+    case 1: FANCY_COPY(npy_int8); break;
+    case 2: FANCY_COPY(npy_int16); break;
+    case 4: FANCY_COPY(npy_int32); break;
+    case 8: FANCY_COPY(npy_int64); break;
+    default: FANCY_COPY(Pair16); break;
+    }
+}
+
+/* (offsets: on the stack up to this many elements, else allocated) */
+#define FANCY_STACK 2048
+
+PyObject *direct_gather(PyObject *base, PyObject *key) {
+    Fancy f;
+    if (!PyArray_CheckExact(base) || !fancy_plan((PyArrayObject *)base, key, &f))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)base;
+    npy_intp stack[FANCY_STACK], *off = f.n <= FANCY_STACK ? stack :
+        PyMem_Malloc((size_t)f.n * sizeof(npy_intp));
+    if (off == NULL)
+        return PyErr_NoMemory();
+    PyArrayObject *r = NULL;
+    if (fancy_offsets(&f, off)) {
+        PyArray_Descr *descr = PyArray_DESCR(a);
+        Py_INCREF(descr);
+        npy_intp n = f.n;
+        r = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, 1, &n, NULL, NULL, 0,
+                                                  NULL);
+        if (r != NULL) {
+            fancy_copy(1, PyArray_BYTES(a), PyArray_BYTES(r), 0, off, n,
+                       (int)PyArray_ITEMSIZE(a));
+            n_direct++;
+        }
+    }
+    if (off != stack)
+        PyMem_Free(off);
+    return (PyObject *)r;
+}
+
+int direct_scatter(PyObject *base, PyObject *key, PyObject *v) {
+    Fancy f;
+    if (!PyArray_CheckExact(base) || !PyArray_CheckExact(v))
+        return 0;
+    PyArrayObject *a = (PyArrayObject *)base, *va = (PyArrayObject *)v;
+    if (!PyArray_ISWRITEABLE(a) || !fancy_plan(a, key, &f))
+        return 0;
+    if (PyArray_NDIM(va) != 1 || PyArray_DIM(va, 0) != f.n ||
+            !PyArray_EquivTypes(PyArray_DESCR(va), PyArray_DESCR(a)))
+        return 0;
+    char *alo, *ahi, *vlo, *vhi;        /* (a value sharing a's memory: NumPy copies it first) */
+    extent(a, &alo, &ahi);
+    extent(va, &vlo, &vhi);
+    if (vlo < ahi && alo < vhi)
+        return 0;
+    npy_intp stack[FANCY_STACK], *off = f.n <= FANCY_STACK ? stack :
+        PyMem_Malloc((size_t)f.n * sizeof(npy_intp));
+    if (off == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int done = fancy_offsets(&f, off);
+    if (done) {
+        fancy_copy(0, PyArray_BYTES(a), PyArray_BYTES(va), PyArray_STRIDE(va, 0), off, f.n,
+                   (int)PyArray_ITEMSIZE(a));
+        n_direct++;
+    }
+    if (off != stack)
+        PyMem_Free(off);
+    return done;
+}

@@ -16,6 +16,12 @@ PyObject *direct_reduce(PyObject *fn, PyObject *x);
  * dtype and shape or a number into a float64/int64 view: 1 done, 0 not taken (NumPy's
  * setitem then runs), -1 error (NumPy's indexing raised). */
 int direct_setitem(PyObject *base, PyObject *key, PyObject *value);
+/* base[key] for a key of one int64 index vector per axis, all of one length: a new 1-D
+ * array of the same elements as NumPy's gather; NULL without an error -> NumPy's call. */
+PyObject *direct_gather(PyObject *base, PyObject *key);
+/* base[key] = value for such a key and an ndarray value of base's dtype and the key's length
+ * that shares no memory with base: 1 done, 0 not taken (NumPy's setitem then runs). */
+int direct_scatter(PyObject *base, PyObject *key, PyObject *value);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
 extern Py_ssize_t split_min;     /* loops this long or longer run on two threads (0: never) */

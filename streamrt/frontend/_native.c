@@ -2098,7 +2098,9 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     if (hkey == NULL)
         return NULL;
     if (!basic) {                       /* an index array: NumPy's gather, a copy */
-        PyObject *r = PyObject_GetItem(pv, hkey);
+        PyObject *r = direct_gather(pv, hkey);
+        if (r == NULL && !PyErr_Occurred())
+            r = PyObject_GetItem(pv, hkey);
         Py_DECREF(hkey);
         if (r == NULL) {
             numpy_error();
@@ -2224,7 +2226,8 @@ static int setitem_fast(PyObject *self, PyObject *key, PyObject *value) {
         Py_DECREF(hkey);
         return -1;
     }
-    int rc = basic ? direct_setitem(pv, hkey, own != NULL ? own : vv) : 0;
+    int rc = basic ? direct_setitem(pv, hkey, own != NULL ? own : vv) :
+        direct_scatter(pv, hkey, vv);
     if (rc == 0)
         rc = PyObject_SetItem(pv, hkey, own != NULL ? own : vv);
     Py_XDECREF(own);
