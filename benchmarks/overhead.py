@@ -2,6 +2,10 @@
 
     python benchmarks/overhead.py
 
+0. Per-op cost on the NumPy tier (the default for arrays this small: each op runs at once
+   through NumPy's loop) of an 8-op body on 1,000-element float32 arrays, against NumPy's.
+   Sections 1, 2 and 4 then turn the tier off (``eager_elements=0``) to time the recorded
+   path itself.
 1. Per-op cost on 1,000-element float32 arrays, trace-cache hit path: an 8-op loop body plus
    a read per iteration (end to end: record, flush, instantiate the cached template, run the
    fused kernel, read), and pure recording (many ops, then one ps.sync()), against NumPy's
@@ -90,6 +94,20 @@ def body20(m, u, v):
 @ps.macro
 def section20(u, v):
     return body20(ps, u, v)
+
+
+# ---- 0. per-op cost on the NumPy tier (the default for arrays this small) -------------------
+def bench_numpy_tier():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, N).astype(np.float32)
+    x = ps.asarray(a)
+    ps.reset_stats()
+    np.testing.assert_allclose(np.asarray(body8(ps, x, 0.3)), body8(np, a, 0.3), rtol=1e-6)
+    t_sr = median_time(lambda: body8(ps, x, 0.3), 5000)
+    st = ps.runtime_stats()
+    assert st["ops_recorded"] == 0 and st["ops_eager"] >= 8 * 5000, st
+    t_np = median_time(lambda: body8(np, a, 0.3), 5000)
+    return t_sr / 8, t_np / 8
 
 
 # ---- 1. per-op overhead, trace-cache hit path ----------------------------------------------
@@ -330,13 +348,23 @@ def main():
         return callgrind()
     us = 1e6
     try:
-        sr_op, np_op, rec_op = bench_trace_path()
-        app, direct, e2e, np20 = bench_macro()
-        miss_on, miss_off = bench_no_repetition()
+        tier_op, np_tier_op = bench_numpy_tier()
+        # sections 1, 2 and 4 time the recorded path with compiled kernels: the NumPy tier
+        # off, so that the small arrays' ops are recorded (with it on they run at once: the
+        # first row), and kernels compiled at once (STREAMRT_JIT=sync; by default they run
+        # interpreted until compiling pays, and the direct replay needs compiled kernels)
+        ps.config.set(jit="sync")
+        with ps.config.override(eager_elements=0):
+            sr_op, np_op, rec_op = bench_trace_path()
+            app, direct, e2e, np20 = bench_macro()
+            miss_on, miss_off = bench_no_repetition()
+        ps.sync()
+        ps.config.set(jit="background")
         first_fill, first2, warm2, imp2, numba_start, cold = bench_second_process()
     finally:
         shutil.rmtree(CACHE, ignore_errors=True)
     rows = [
+        ("per op, NumPy tier (the default; 8-op body)", tier_op * us, np_tier_op * us, "us/op"),
         ("per op, trace-cache hit (8-op body + read)", sr_op * us, np_op * us, "us/op"),
         ("per op, recording only (1,600 ops, 1 sync)", rec_op * us, np_op * us, "us/op"),
         ("20-op macro replay, general path, app side", app * us, np20 * us, "us/call"),
