@@ -1025,12 +1025,13 @@ typedef struct {
     npy_intp dim[FANCY_MAXDIM], st[FANCY_MAXDIM];  /* the array's shape and strides */
 } Fancy;
 
-/* 1: ``key`` (a host key) is one int64 vector per axis of ``a``, one length; 0: another */
+/* 1: ``key`` (a host key) is one int64 vector per axis of ``a`` (aligned, of an element of
+ * 1-16 bytes), all of one length; 0: another key */
 static int fancy_plan(PyArrayObject *a, PyObject *key, Fancy *f) {
     int nd = PyArray_NDIM(a);
     int sz = (int)PyArray_ITEMSIZE(a);
     if (nd < 1 || nd > FANCY_MAXDIM || PyDataType_REFCHK(PyArray_DESCR(a)) ||
-            (sz != 1 && sz != 2 && sz != 4 && sz != 8 && sz != 16))
+            !PyArray_ISALIGNED(a) || (sz != 1 && sz != 2 && sz != 4 && sz != 8 && sz != 16))
         return 0;
     PyObject *one[1] = {key};
     PyObject **items = one;
@@ -1139,7 +1140,7 @@ int direct_scatter(PyObject *base, PyObject *key, PyObject *v) {
     PyArrayObject *a = (PyArrayObject *)base, *va = (PyArrayObject *)v;
     if (!PyArray_ISWRITEABLE(a) || !fancy_plan(a, key, &f))
         return 0;
-    if (PyArray_NDIM(va) != 1 || PyArray_DIM(va, 0) != f.n ||
+    if (PyArray_NDIM(va) != 1 || PyArray_DIM(va, 0) != f.n || !PyArray_ISALIGNED(va) ||
             !PyArray_EquivTypes(PyArray_DESCR(va), PyArray_DESCR(a)))
         return 0;
     char *alo, *ahi, *vlo, *vhi;        /* (a value sharing a's memory: NumPy copies it first) */
