@@ -2083,6 +2083,19 @@ python:                                 /* (a shape or view not of plain ints) *
 /* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
  * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
  * error -> the Python path */
+/* The base port a NumPy-tier view of computed Array ``self`` is counted on (borrowed): its
+ * host_base, or, for a buffer of its own, the port made for it now (the base of its views);
+ * NULL with an error. */
+static PyObject *view_base(PyObject *self) {
+    PyObject *base = host_base(self);
+    if (base == NULL) {
+        if (port_of(self) == NULL)
+            return NULL;
+        base = host_base(self);
+    }
+    return base;
+}
+
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
     if (pv == NULL)
@@ -2109,12 +2122,9 @@ static PyObject *getitem_fast(PyObject *self, PyObject *key) {
         return PyArray_CheckExact(r) || PyArray_IsScalar(r, Generic) ? eager_result(r) : r;
     }
     Py_DECREF(hkey);
-    PyObject *base = host_base(self);
-    if (base == NULL) {                 /* a buffer of its own: the base of its views */
-        if (port_of(self) == NULL)
-            return NULL;
-        base = host_base(self);
-    }
+    PyObject *base = view_base(self);
+    if (base == NULL)
+        return NULL;
     PyObject *r = PyObject_GetItem(pv, key);
     if (r == NULL) {
         numpy_error();
@@ -2143,12 +2153,9 @@ static PyObject *transpose_now(PyObject *Py_UNUSED(mod), PyObject *self) {
         return NULL;
     if (lim == 0)
         Py_RETURN_NONE;
-    PyObject *base = host_base(self);
-    if (base == NULL) {                 /* a buffer of its own: the base of its views */
-        if (port_of(self) == NULL)
-            return NULL;
-        base = host_base(self);
-    }
+    PyObject *base = view_base(self);
+    if (base == NULL)
+        return NULL;
     PyObject *r = PyArray_Transpose((PyArrayObject *)pv, NULL);
     if (r == NULL)
         return NULL;
