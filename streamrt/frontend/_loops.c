@@ -210,8 +210,8 @@ static int path_independent(PyUFuncObject *uf) {
     return yes;
 }
 
-/* The byte range [*lo, *hi) an array's elements span. */
-static void extent(PyArrayObject *a, char **lo, char **hi) {
+/* The byte range [*lo, *hi) an array's elements span (empty: *lo == *hi). */
+void array_extent(PyArrayObject *a, char **lo, char **hi) {
     char *l = PyArray_BYTES(a), *h = l;
     for (int ax = 0; ax < PyArray_NDIM(a); ax++) {
         npy_intp d = PyArray_DIM(a, ax), st = PyArray_STRIDE(a, ax);
@@ -238,8 +238,8 @@ static int overlaps(PyArrayObject *a, PyArrayObject *out) {
                    PyArray_NDIM(a) * sizeof(npy_intp)) == 0)
         return 0;
     char *al, *ah, *ol, *oh;
-    extent(a, &al, &ah);
-    extent(out, &ol, &oh);
+    array_extent(a, &al, &ah);
+    array_extent(out, &ol, &oh);
     return al < oh && ol < ah;
 }
 
@@ -1144,8 +1144,8 @@ int direct_scatter(PyObject *base, PyObject *key, PyObject *v) {
             !PyArray_EquivTypes(PyArray_DESCR(va), PyArray_DESCR(a)))
         return 0;
     char *alo, *ahi, *vlo, *vhi;        /* (a value sharing a's memory: NumPy copies it first) */
-    extent(a, &alo, &ahi);
-    extent(va, &vlo, &vhi);
+    array_extent(a, &alo, &ahi);
+    array_extent(va, &vlo, &vhi);
     if (vlo < ahi && alo < vhi)
         return 0;
     npy_intp stack[FANCY_STACK], *off = f.n <= FANCY_STACK ? stack :

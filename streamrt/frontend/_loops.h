@@ -22,6 +22,8 @@ PyObject *direct_gather(PyObject *base, PyObject *key);
 /* base[key] = value for such a key and an ndarray value of base's dtype and the key's length
  * that shares no memory with base: 1 done, 0 not taken (NumPy's setitem then runs). */
 int direct_scatter(PyObject *base, PyObject *key, PyObject *value);
+/* The byte range [*lo, *hi) ndarray ``a``'s elements span (empty: *lo == *hi). */
+void array_extent(PyArrayObject *a, char **lo, char **hi);
 int direct_init(void);          /* NumPy's ufunc API (once, at the module's import): -1 error */
 extern long long n_direct;      /* calls whose loop ran there */
 extern Py_ssize_t split_min;     /* loops this long or longer run on two threads (0: never) */

@@ -2080,9 +2080,6 @@ python:                                 /* (a shape or view not of plain ints) *
     return NULL;
 }
 
-/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
- * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
- * error -> the Python path */
 /* The base port a NumPy-tier view of computed Array ``self`` is counted on (borrowed): its
  * host_base, or, for a buffer of its own, the port made for it now (the base of its views);
  * NULL with an error. */
@@ -2096,6 +2093,9 @@ static PyObject *view_base(PyObject *self) {
     return base;
 }
 
+/* a[key] of a computed array: a NumPy scalar for an element (as NumPy gives), else a view
+ * port over the base (its ndarray cached, counted on the base: tiers.py); NULL without an
+ * error -> the Python path */
 static PyObject *getitem_fast(PyObject *self, PyObject *key) {
     PyObject *pv = host_of(self);
     if (pv == NULL)
@@ -2460,11 +2460,6 @@ static void product_slot_clear(ProductSlot *s) {
     Py_CLEAR(s->run);
 }
 
-/* A NumPy-tier write of the bytes [lo, hi) of ``base``'s buffer while a product run alone
- * captures base (its block read it): allowed (1) when base is only the block's vectors'
- * buffer and the bytes lie outside the rows the block has still to answer -- doitgen's
- * ``A[r, q, :] = A[r, q, :] @ C`` writes the row just answered; the rows before are then no
- * longer answered. 0: the Python path, whose tiers.settle drops the block. */
 /* The slot holding the block of run ``captured`` (a port's mark), or NULL */
 static ProductSlot *run_slot(PyObject *captured) {
     for (int k = 0; k < PRODUCT_SLOTS; k++)
@@ -2473,6 +2468,11 @@ static ProductSlot *run_slot(PyObject *captured) {
     return NULL;
 }
 
+/* A NumPy-tier write of the bytes [lo, hi) of ``base``'s buffer while a product run alone
+ * captures base (its block read it): allowed (1) when base is only the block's vectors'
+ * buffer and the bytes lie outside the rows the block has still to answer -- doitgen's
+ * ``A[r, q, :] = A[r, q, :] @ C`` writes the row just answered; the rows before are then no
+ * longer answered. 0: the Python path, whose tiers.settle drops the block. */
 static int product_write_ok(PyObject *base, char *lo, char *hi) {
     ProductSlot *s = run_slot(slot_or_none(base, P_captured));
     PyObject *bu = s == NULL ? NULL : PyWeakref_GetObject(s->bu);
@@ -2508,17 +2508,9 @@ static int product_write_ok(PyObject *base, char *lo, char *hi) {
 
 /* The same for a write of ndarray ``dst`` */
 static int product_write_ok_array(PyObject *base, PyArrayObject *dst) {
-    char *lo = PyArray_BYTES(dst), *hi = lo;
-    for (int d = 0; d < PyArray_NDIM(dst); d++) {
-        npy_intp n = PyArray_DIM(dst, d), st = PyArray_STRIDE(dst, d);
-        if (n == 0)
-            return 1;                   /* (nothing written) */
-        if (st > 0)
-            hi += (n - 1) * st;
-        else
-            lo += (n - 1) * st;
-    }
-    return product_write_ok(base, lo, hi + PyArray_ITEMSIZE(dst));
+    char *lo, *hi;
+    array_extent(dst, &lo, &hi);
+    return lo == hi || product_write_ok(base, lo, hi);     /* (empty: nothing written) */
 }
 
 /* product_block(slot, spec or None): spec (bu, bw, left, type, su, K, t0, t1, mw_ptr, r0,

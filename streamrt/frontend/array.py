@@ -1458,10 +1458,7 @@ def _eager_out(r, found):
             root = _root(r)
             for h, a in found:
                 if _root(h) is root:
-                    b = _host_base(a)
-                    if b is None:
-                        b = a._port.base_view()[0]
-                    return eager_array(r, b)
+                    return _host_view(a, r)
         return eager_array(own_buffer(r))
     if t is tuple or t is list:
         out = [_eager_out(e, found) for e in r]
@@ -1599,8 +1596,9 @@ def twin_namespace(g, names, ns):
 
 
 def _host_view(a, r):
-    """A NumPy-tier view ``r`` of computed Array ``a``'s buffer, as an Array."""
-    b = a._b if a._p is None else a._p.base_view()[0]
+    """A NumPy-tier view ``r`` of computed Array ``a``'s buffer, as an Array (counted on its
+    base port, made now for a buffer of its own: _native.c ``view_base``)."""
+    b = _host_base(a)
     if b is None:
         b = a._port.base_view()[0]
     return eager_array(r, b)

@@ -107,9 +107,15 @@ def _vdot_fused(pa, pb, site, A=None, B=None):
     B = B if B is not None else _wrap(pb)
     if pa.dtype == D.bool_ and pb.dtype == D.bool_:
         return record_reduce("any", record_map("logical_and", A, B, site=site), None, site=site)
-    at = getattr(Array.__dict__["__mul__"], "at", None)     # (the C operator, if installed)
-    prod = at(A, B, site) if at is not None else record_map("multiply", A, B, site=site)
+    prod = _multiply_at(A, B, site)
     return record_reduce("sum", prod, None, False, prod.dtype, site=site)
+
+
+def _multiply_at(A, B, site):
+    """``A * B`` of two Arrays recorded at ``site`` (the user's line): the C operator's
+    ``at`` when installed (its NumPy-tier fast path), else ``record_map``."""
+    at = getattr(Array.__dict__["__mul__"], "at", None)
+    return at(A, B, site) if at is not None else record_map("multiply", A, B, site=site)
 
 
 def dot(a, b, out=None):
@@ -178,8 +184,7 @@ def outer(a, b, out=None):
             A, B = a[:, None], b[None, :]
         else:
             A, B = reshape(a, (-1, 1), site=site), reshape(b, (1, -1), site=site)
-        at = getattr(Array.__dict__["__mul__"], "at", None)     # (the C operator, if installed)
-        return at(A, B, site) if at is not None else record_map("multiply", A, B, site=site)
+        return _multiply_at(A, B, site)
     return _outer_twin(a, b, out)
 
 
